@@ -1,0 +1,280 @@
+// Package judge turns the evidence of one run into four assertions and a
+// verdict: route, rate, first-token and content.
+//
+// It is pure: evidence and limits in, assertions out. It does no I/O, reads no
+// clock and touches no process state, so what it says can be checked by
+// reading it and by its table of tests.
+package judge
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+// Assertion names, in report order.
+const (
+	Route      = "route"
+	Rate       = "rate"
+	FirstToken = "first-token"
+	Content    = "content"
+)
+
+// Rate sources.
+const (
+	RateClient = "client" // decode rate measured from the stream
+	RateServer = "server" // the serve's own timings.predicted_per_second
+)
+
+// Limits are what the evidence is judged against.
+type Limits struct {
+	Floor        float64 `json:"floor"`          // median decode rate, tok/s, at least
+	FirstTokenMS float64 `json:"first_token_ms"` // median first token, ms, at most
+	RateSource   string  `json:"rate_source"`    // RateClient or RateServer
+}
+
+// Input is everything the judge looks at.
+type Input struct {
+	Route   Evidence
+	Replies []measure.Reply // judged replies only; warm-ups are left out by the caller
+	Limits  Limits
+	// NoReplies says why there are no replies (never ready, exit status, ...),
+	// for the report when Replies is empty.
+	NoReplies string
+}
+
+// Assertion is one line of the verdict.
+type Assertion struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Verdict is the judgement of one run.
+type Verdict struct {
+	Pass       bool        `json:"pass"`
+	Assertions []Assertion `json:"assertions"`
+}
+
+// Judge judges the evidence against the limits.
+func Judge(in Input) Verdict {
+	var as []Assertion
+	if len(in.Replies) == 0 {
+		why := in.NoReplies
+		if why == "" {
+			why = "the probe recorded none"
+		}
+		for _, name := range []string{Route, Rate, FirstToken, Content} {
+			as = append(as, Assertion{Name: name, Detail: "no replies: " + why})
+		}
+	} else {
+		as = []Assertion{
+			judgeRoute(in.Route),
+			judgeRate(in.Replies, in.Limits),
+			judgeFirstToken(in.Replies, in.Limits),
+			judgeContent(in.Replies),
+		}
+	}
+	pass := true
+	for _, a := range as {
+		pass = pass && a.OK
+	}
+	return Verdict{Pass: pass, Assertions: as}
+}
+
+func judgeRoute(ev Evidence) Assertion {
+	a := Assertion{Name: Route}
+	switch {
+	case ev.Slow != nil && ev.Fast != nil:
+		a.Detail = fmt.Sprintf("the serve log names both routes; the slow route wins the doubt: %s (line %d), after %s (line %d)",
+			Quote(ev.Slow.Text, lineQuote), ev.Slow.Line, Quote(ev.Fast.Text, lineQuote), ev.Fast.Line)
+	case ev.Slow != nil:
+		a.Detail = fmt.Sprintf("the serve log names the slow route: %s (line %d); this run is on the slow route",
+			Quote(ev.Slow.Text, lineQuote), ev.Slow.Line)
+	case ev.Fast != nil:
+		a.OK = true
+		a.Detail = fmt.Sprintf("the serve log names the fast route: %s (line %d)", Quote(ev.Fast.Text, lineQuote), ev.Fast.Line)
+	default:
+		a.Detail = fmt.Sprintf("the serve log names neither route (fast: %s; slow: %s): the evidence has to be there",
+			strings.Join(ev.FastPatterns, ", "), strings.Join(ev.SlowPatterns, ", "))
+		if ev.Lines == 0 {
+			a.Detail += "; the log is empty"
+		}
+	}
+	return a
+}
+
+func judgeRate(replies []measure.Reply, l Limits) Assertion {
+	a := Assertion{Name: Rate}
+	var rates []float64
+	var each []string
+	var missing []string
+	approximate := 0
+	for i := range replies {
+		r := &replies[i]
+		var v float64
+		var why string
+		if l.RateSource == RateServer {
+			v, why = r.ServerRate()
+		} else {
+			v, why = r.DecodeRate()
+			if _, src := r.Tokens(); src == measure.SourceChunks {
+				approximate++
+			}
+		}
+		if why != "" {
+			each = append(each, "-")
+			missing = append(missing, fmt.Sprintf("reply %d has no rate (%s)", r.N, why))
+			continue
+		}
+		rates = append(rates, v)
+		each = append(each, fmt.Sprintf("%.1f", v))
+	}
+	source := ""
+	if l.RateSource == RateServer {
+		source = ", the serve's own figures"
+	}
+	figures := fmt.Sprintf("(floor %.1f; each: %s)", l.Floor, strings.Join(each, ", "))
+	if approximate > 0 {
+		figures += fmt.Sprintf("; tokens approximate for %d of %d: counted chunks, the serve sent no usage", approximate, len(replies))
+	}
+	if len(missing) > 0 {
+		a.Detail = strings.Join(missing, "; ") + " " + figures
+		return a
+	}
+	m := Median(rates)
+	a.OK = m >= l.Floor
+	a.Detail = fmt.Sprintf("median %.1f tok/s%s %s", m, source, figures)
+	return a
+}
+
+func judgeFirstToken(replies []measure.Reply, l Limits) Assertion {
+	a := Assertion{Name: FirstToken}
+	var ms []float64
+	var each, missing []string
+	for i := range replies {
+		v, ok := replies[i].FirstTokenMS()
+		if !ok {
+			each = append(each, "-")
+			missing = append(missing, fmt.Sprintf("reply %d has no first token", replies[i].N))
+			continue
+		}
+		ms = append(ms, v)
+		each = append(each, strconv.FormatFloat(v, 'f', 0, 64))
+	}
+	figures := fmt.Sprintf("(limit %.0f; each: %s)", l.FirstTokenMS, strings.Join(each, ", "))
+	if len(missing) > 0 {
+		a.Detail = strings.Join(missing, "; ") + " " + figures
+		return a
+	}
+	m := Median(ms)
+	a.OK = m <= l.FirstTokenMS
+	a.Detail = fmt.Sprintf("median %.0f ms %s", m, figures)
+	return a
+}
+
+func judgeContent(replies []measure.Reply) Assertion {
+	a := Assertion{Name: Content}
+	var bad []string
+	for i := range replies {
+		if why := contentProblem(&replies[i]); why != "" {
+			bad = append(bad, fmt.Sprintf("reply %d %s", replies[i].N, why))
+		}
+	}
+	if len(bad) > 0 {
+		a.Detail = fmt.Sprintf("%d of %d replies fail: %s", len(bad), len(replies), strings.Join(bad, "; "))
+		return a
+	}
+	a.OK = true
+	a.Detail = fmt.Sprintf("%d replies, all with content", len(replies))
+	if len(replies) == 1 {
+		a.Detail = "1 reply, with content"
+	}
+	return a
+}
+
+var emptyThink = regexp.MustCompile(`^\s*<think>\s*</think>`)
+
+// contentProblem says what is wrong with a reply's content, or "" when
+// nothing is.
+func contentProblem(r *measure.Reply) string {
+	if r.Error != "" {
+		return "is an error: " + Quote(r.Error, errorQuote)
+	}
+	content := strings.TrimSpace(emptyThink.ReplaceAllString(r.Content, ""))
+	if content == "" {
+		if strings.TrimSpace(r.Reasoning) != "" {
+			return fmt.Sprintf("has no content, only reasoning (%d characters): is thinking off?", utf8.RuneCountInString(r.Reasoning))
+		}
+		return "has no content"
+	}
+	if oneRepeated(content) {
+		return "is one character repeated: " + Quote(content, contentQuote)
+	}
+	if r.Expect != "" {
+		re, err := regexp.Compile(r.Expect)
+		if err != nil {
+			return fmt.Sprintf("has an expect pattern that does not compile: %v", err)
+		}
+		if !re.MatchString(content) {
+			return fmt.Sprintf("does not match %s: %s", strconv.Quote(r.Expect), Quote(content, contentQuote))
+		}
+	}
+	return ""
+}
+
+// oneRepeated reports whether s, white space aside, is a single character
+// written two or more times ("//////", "a a a").
+func oneRepeated(s string) bool {
+	var first rune
+	n := 0
+	for _, c := range s {
+		if unicode.IsSpace(c) {
+			continue
+		}
+		if n > 0 && c != first {
+			return false
+		}
+		first = c
+		n++
+	}
+	return n >= 2
+}
+
+// Median of xs; xs is not changed. The median of nothing is 0.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	mid := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[mid]
+	}
+	return (s[mid-1] + s[mid]) / 2
+}
+
+// Bounds for text quoted in details; the text is the serve's and untrusted.
+const (
+	lineQuote    = 200
+	contentQuote = 60
+	errorQuote   = 200
+)
+
+// Quote quotes s as a Go string, cut to at most n runes with "..." after the
+// cut, so control characters and line breaks from the serve are visible and
+// harmless in every report.
+func Quote(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return strconv.Quote(s)
+	}
+	r := []rune(s)
+	return strconv.Quote(string(r[:n])) + "..."
+}

@@ -1,0 +1,399 @@
+package judge
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// reply is a streamed reply of tokens tokens whose first token came at
+// firstMS and whose decode ran at rate tok/s.
+func reply(n int, rate, firstMS float64, tokens int, content string) measure.Reply {
+	last := firstMS
+	if tokens > 1 && rate > 0 {
+		last = firstMS + float64(tokens-1)/rate*1000
+	}
+	return measure.Reply{
+		N: n, Prompt: "p", Content: content,
+		FirstMS: ptr(firstMS), LastMS: ptr(last), EndMS: last + 1,
+		Chunks: tokens, CompletionTokens: ptr(tokens),
+		Server: &measure.ServerTimings{PredictedN: tokens, PredictedPerSecond: rate * 1.05, PromptMS: firstMS - 20},
+	}
+}
+
+func replies(rates []float64, firstMS []float64) []measure.Reply {
+	var rs []measure.Reply
+	for i, r := range rates {
+		rs = append(rs, reply(i+1, r, firstMS[i], 128, "The capital of France is Paris, a city on the Seine."))
+	}
+	return rs
+}
+
+const (
+	fastLine = "npu: Qwen3-0.6B ready on the private route dx (4 of 4 roles)"
+	slowLine = "npu: no 16-row decode kernel for role ffn; using the per-op forward"
+)
+
+func evidence(t *testing.T, log string) Evidence {
+	t.Helper()
+	m, err := NewRouteMatcher(DefaultFastRoute, DefaultSlowRoute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log != "" {
+		for line := range strings.SplitSeq(log, "\n") {
+			m.Line(line)
+		}
+	}
+	return m.Evidence()
+}
+
+var limits = Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient}
+
+// okay is a verdict's OK column in report order: route, rate, first-token, content.
+type okay [4]bool
+
+func TestJudge(t *testing.T) {
+	fastRow := replies([]float64{98.4, 84.4, 82.1}, []float64{250, 277, 300})
+	slowRow := replies([]float64{1.9, 2.1, 1.9}, []float64{1063, 1100, 1040})
+	mixedLog := "loading\n" + fastLine + "\nretry after a kernel fault\n" + slowLine
+
+	withReply := func(rs []measure.Reply, i int, f func(*measure.Reply)) []measure.Reply {
+		out := append([]measure.Reply(nil), rs...)
+		f(&out[i])
+		return out
+	}
+
+	tests := []struct {
+		name     string
+		log      string
+		replies  []measure.Reply
+		limits   Limits
+		want     okay
+		contains []string // each assertion detail, in order, must contain the string ("" skips)
+	}{
+		{
+			name: "the measured fast row", log: "start\n" + fastLine + "\n", replies: fastRow,
+			want:     okay{true, true, true, true},
+			contains: []string{`fast route: "` + fastLine + `" (line 2)`, "median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1)", "median 277 ms (limit 600; each: 250, 277, 300)", "3 replies, all with content"},
+		},
+		{
+			name: "the silent fallback at 1.9 tok/s", log: slowLine, replies: slowRow,
+			want:     okay{false, false, false, true},
+			contains: []string{"names the slow route", "median 1.9 tok/s (floor 60.0; each: 1.9, 2.1, 1.9)", "median 1063 ms (limit 600", "3 replies, all with content"},
+		},
+		{
+			name: "a log naming neither route", log: "loading model\nlistening on 127.0.0.1:8080", replies: fastRow,
+			want:     okay{false, true, true, true},
+			contains: []string{"names neither route (fast: on the private route; slow: per-op forward): the evidence has to be there"},
+		},
+		{
+			name: "an empty log", log: "", replies: fastRow,
+			want:     okay{false, true, true, true},
+			contains: []string{"the log is empty"},
+		},
+		{
+			name: "a log naming both routes: the slow route wins", log: mixedLog, replies: fastRow,
+			want:     okay{false, true, true, true},
+			contains: []string{`names both routes; the slow route wins the doubt: "` + slowLine + `" (line 4), after "` + fastLine + `" (line 2)`},
+		},
+		{
+			name: "thinking left on: all tokens as reasoning", log: fastLine,
+			replies: withReply(fastRow, 1, func(r *measure.Reply) { r.Content = ""; r.Reasoning = "Okay, the user asks" }),
+			want:    okay{true, true, true, false},
+			contains: []string{"", "", "",
+				`1 of 3 replies fail: reply 2 has no content, only reasoning (19 characters): is thinking off?`},
+		},
+		{
+			name: "an empty think block before real content passes", log: fastLine,
+			replies: withReply(fastRow, 0, func(r *measure.Reply) { r.Content = "<think>\n\n</think>\n\nParis." }),
+			want:    okay{true, true, true, true},
+		},
+		{
+			name: "an empty think block and nothing else fails", log: fastLine,
+			replies:  withReply(fastRow, 0, func(r *measure.Reply) { r.Content = "<think></think>  " }),
+			want:     okay{true, true, true, false},
+			contains: []string{"", "", "", "reply 1 has no content"},
+		},
+		{
+			name: "one degenerate reply", log: fastLine,
+			replies:  withReply(fastRow, 2, func(r *measure.Reply) { r.Content = "//////" }),
+			want:     okay{true, true, true, false},
+			contains: []string{"", "", "", `reply 3 is one character repeated: "//////"`},
+		},
+		{
+			name: "one character repeated with spaces", log: fastLine,
+			replies:  withReply(fastRow, 2, func(r *measure.Reply) { r.Content = "a a a a" }),
+			want:     okay{true, true, true, false},
+			contains: []string{"", "", "", `reply 3 is one character repeated`},
+		},
+		{
+			name: "two different characters are content", log: fastLine,
+			replies: withReply(fastRow, 2, func(r *measure.Reply) { r.Content = "ab" }),
+			want:    okay{true, true, true, true},
+		},
+		{
+			name: "whitespace-only content", log: fastLine,
+			replies:  withReply(fastRow, 0, func(r *measure.Reply) { r.Content = " \n\t " }),
+			want:     okay{true, true, true, false},
+			contains: []string{"", "", "", "reply 1 has no content"},
+		},
+		{
+			name: "the median, not the mean: (70, 70, 1.9) passes 60", log: fastLine,
+			replies:  replies([]float64{70, 70, 1.9}, []float64{300, 300, 300}),
+			want:     okay{true, true, true, true},
+			contains: []string{"", "median 70.0 tok/s"},
+		},
+		{
+			name: "two slow replies of three", log: fastLine,
+			replies:  replies([]float64{90, 1.9, 2.0}, []float64{300, 300, 300}),
+			want:     okay{true, false, true, true},
+			contains: []string{"", "median 2.0 tok/s"},
+		},
+		{
+			name: "an even count takes the mean of the middle two", log: fastLine,
+			replies:  replies([]float64{50, 72, 66, 100}, []float64{100, 500, 700, 900}),
+			want:     okay{true, true, true, true},
+			contains: []string{"", "median 69.0 tok/s", "median 600 ms"},
+		},
+		{
+			name: "the floor's edge: 60.0 passes", log: fastLine,
+			replies: []measure.Reply{exact(1, 61, 1000), exact(2, 61, 1000), exact(3, 61, 1000)},
+			want:    okay{true, true, true, true}, contains: []string{"", "median 60.0 tok/s"},
+		},
+		{
+			name: "the floor's edge: 59.9 fails", log: fastLine,
+			replies: []measure.Reply{exact(1, 600, 10000), exact(2, 600, 10000), exact(3, 600, 10000)},
+			want:    okay{true, false, true, true}, contains: []string{"", "median 59.9 tok/s"},
+		},
+		{
+			name: "the first-token edge: 600 ms passes", log: fastLine,
+			replies: replies([]float64{90, 90, 90}, []float64{500, 600, 700}),
+			want:    okay{true, true, true, true}, contains: []string{"", "", "median 600 ms"},
+		},
+		{
+			name: "the first-token edge: 600.5 ms fails", log: fastLine,
+			replies: replies([]float64{90, 90, 90}, []float64{500, 600.5, 700}),
+			want:    okay{true, true, false, true}, contains: []string{"", "", "median 600 ms (limit 600"},
+		},
+		{
+			name: "missing timings fail by name, without a crash", log: fastLine,
+			replies: withReply(fastRow, 1, func(r *measure.Reply) { r.FirstMS, r.LastMS = nil, nil }),
+			want:    okay{true, false, false, true},
+			contains: []string{"",
+				"reply 2 has no rate (no content arrived) (floor 60.0; each: 98.4, -, 82.1)",
+				"reply 2 has no first token (limit 600; each: 250, -, 300)"},
+		},
+		{
+			name: "an error reply", log: fastLine,
+			replies: withReply(fastRow, 0, func(r *measure.Reply) {
+				r.Error = "HTTP 500: model crashed"
+				r.Content = ""
+				r.FirstMS, r.LastMS = nil, nil
+			}),
+			want:     okay{true, false, false, false},
+			contains: []string{"", "reply 1 has no rate", "reply 1 has no first token", `reply 1 is an error: "HTTP 500: model crashed"`},
+		},
+		{
+			name: "an error after content still fails content", log: fastLine,
+			replies:  withReply(fastRow, 2, func(r *measure.Reply) { r.Error = "stream ended without [DONE]" }),
+			want:     okay{true, true, true, false},
+			contains: []string{"", "", "", "reply 3 is an error"},
+		},
+		{
+			name: "a reply of one token has no rate", log: fastLine,
+			replies: withReply(fastRow, 1, func(r *measure.Reply) {
+				r.CompletionTokens = ptr(1)
+				r.LastMS = r.FirstMS
+				r.Content = "Paris"
+			}),
+			want:     okay{true, false, true, true},
+			contains: []string{"", "reply 2 has no rate (1 token, too few for a rate)"},
+		},
+		{
+			name: "the reasoning field (newer vLLM) alone is still thinking", log: fastLine,
+			replies:  withReply(fastRow, 0, func(r *measure.Reply) { r.Content = ""; r.Reasoning = "Let me think" }),
+			want:     okay{true, true, true, false},
+			contains: []string{"", "", "", "is thinking off?"},
+		},
+		{
+			name: "no replies: every assertion fails and says why", log: fastLine,
+			want:     okay{false, false, false, false},
+			contains: []string{"no replies: the serve never became ready", "no replies: the serve never became ready", "no replies", "no replies"},
+		},
+		{
+			name: "server rate source judges the serve's own figures", log: fastLine, replies: slowRow,
+			limits: Limits{Floor: 60, FirstTokenMS: 2000, RateSource: RateServer},
+			want:   okay{true, false, true, true}, contains: []string{"", "median 2.0 tok/s, the serve's own figures"},
+		},
+		{
+			name: "server rate source without server figures fails by name", log: fastLine,
+			replies: withReply(fastRow, 1, func(r *measure.Reply) { r.Server = nil }),
+			limits:  Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateServer},
+			want:    okay{true, false, true, true}, contains: []string{"", "reply 2 has no rate (the serve sent no timings.predicted_per_second)"},
+		},
+		{
+			name: "tokens counted from chunks are flagged approximate", log: fastLine,
+			replies: withReply(fastRow, 0, func(r *measure.Reply) { r.CompletionTokens = nil; r.Server = nil }),
+			want:    okay{true, true, true, true}, contains: []string{"", "tokens approximate for 1 of 3"},
+		},
+		{
+			name: "an expect pattern that matches", log: fastLine,
+			replies: withReply(fastRow, 0, func(r *measure.Reply) { r.Expect = `(?i)paris` }),
+			want:    okay{true, true, true, true},
+		},
+		{
+			name: "an expect pattern that does not match", log: fastLine,
+			replies:  withReply(fastRow, 0, func(r *measure.Reply) { r.Expect = `Berlin` }),
+			want:     okay{true, true, true, false},
+			contains: []string{"", "", "", `reply 1 does not match "Berlin"`},
+		},
+		{
+			name: "a single reply", log: fastLine, replies: fastRow[:1],
+			want: okay{true, true, true, true}, contains: []string{"", "", "", "1 reply, with content"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := tt.limits
+			if l == (Limits{}) {
+				l = limits
+			}
+			in := Input{Route: evidence(t, tt.log), Replies: tt.replies, Limits: l}
+			if len(tt.replies) == 0 {
+				in.NoReplies = "the serve never became ready"
+			}
+			v := Judge(in)
+			var got okay
+			names := []string{Route, Rate, FirstToken, Content}
+			if len(v.Assertions) != 4 {
+				t.Fatalf("Judge() gave %d assertions, want 4: %+v", len(v.Assertions), v.Assertions)
+			}
+			for i, a := range v.Assertions {
+				if a.Name != names[i] {
+					t.Errorf("assertion %d is %q, want %q", i, a.Name, names[i])
+				}
+				got[i] = a.OK
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Judge() OK columns (-want +got):\n%s\ndetails: %+v", diff, v.Assertions)
+			}
+			wantPass := tt.want == okay{true, true, true, true}
+			if v.Pass != wantPass {
+				t.Errorf("Judge().Pass = %v, want %v", v.Pass, wantPass)
+			}
+			for i, s := range tt.contains {
+				if !strings.Contains(v.Assertions[i].Detail, s) {
+					t.Errorf("%s detail = %q, want it to contain %q", v.Assertions[i].Name, v.Assertions[i].Detail, s)
+				}
+			}
+		})
+	}
+}
+
+// exact is a reply of tokens tokens whose decode took spanMS, so its rate is
+// exactly (tokens-1)/(spanMS/1000).
+func exact(n, tokens int, spanMS float64) measure.Reply {
+	return measure.Reply{N: n, Content: "Paris is the capital.", FirstMS: ptr(300.0), LastMS: ptr(300 + spanMS), CompletionTokens: ptr(tokens), Chunks: tokens}
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{5}, 5},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{70, 70, 1.9}, 70},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	}
+	for _, tt := range tests {
+		in := append([]float64(nil), tt.in...)
+		if got := Median(tt.in); got != tt.want {
+			t.Errorf("Median(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+		if diff := cmp.Diff(in, tt.in); diff != "" {
+			t.Errorf("Median changed its input (-before +after):\n%s", diff)
+		}
+	}
+}
+
+func TestRouteMatcher(t *testing.T) {
+	t.Run("first match of each route is kept", func(t *testing.T) {
+		m, err := NewRouteMatcher([]string{`private route (\w+)`, `fast kernels`}, []string{`per-op`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []string{"a", "using fast kernels", "on the private route dx", "per-op forward", "per-op again"} {
+			m.Line(l)
+		}
+		want := Evidence{
+			FastPatterns: []string{`private route (\w+)`, `fast kernels`}, SlowPatterns: []string{`per-op`},
+			Fast:  &Match{Line: 2, Text: "using fast kernels", Pattern: "fast kernels"},
+			Slow:  &Match{Line: 4, Text: "per-op forward", Pattern: "per-op"},
+			Lines: 5,
+		}
+		if diff := cmp.Diff(want, m.Evidence()); diff != "" {
+			t.Errorf("Evidence() (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a long line is matched and kept only up to MaxLine", func(t *testing.T) {
+		m, err := NewRouteMatcher([]string{`on the private route`}, []string{`per-op forward`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Line("on the private route " + strings.Repeat("x", MaxLine))
+		m.Line(strings.Repeat("y", MaxLine) + "per-op forward")
+		ev := m.Evidence()
+		if ev.Fast == nil || len(ev.Fast.Text) != MaxLine {
+			t.Errorf("Fast = %v, want a match cut to %d bytes", ev.Fast != nil, MaxLine)
+		}
+		if ev.Slow != nil {
+			t.Errorf("Slow matched text past MaxLine: line %d", ev.Slow.Line)
+		}
+	})
+	for _, tt := range []struct {
+		name       string
+		fast, slow []string
+		want       string
+	}{
+		{"invalid fast pattern", []string{`route (`}, []string{`x`}, `--fast-route "route (" is not a valid RE2 pattern`},
+		{"invalid slow pattern", []string{`x`}, []string{`a**`}, `--slow-route "a**" is not a valid RE2 pattern`},
+		{"no fast pattern", nil, []string{`x`}, `--fast-route: no pattern given`},
+		{"no slow pattern", []string{`x`}, nil, `--slow-route: no pattern given`},
+		{"empty pattern", []string{``}, []string{`x`}, `--fast-route: an empty pattern matches every line`},
+		{"empty slow pattern", []string{`x`}, []string{``}, `--slow-route: an empty pattern`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewRouteMatcher(tt.fast, tt.slow)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("NewRouteMatcher(%q, %q) error = %v, want one containing %q", tt.fast, tt.slow, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestQuote(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"Paris", 10, `"Paris"`},
+		{"::set-output name=x::y\n", 40, `"::set-output name=x::y\n"`},
+		{"abcdef", 3, `"abc"...`},
+		{"ééé", 3, `"ééé"`},
+		{"éééé", 3, `"ééé"...`},
+	}
+	for _, tt := range tests {
+		if got := Quote(tt.in, tt.n); got != tt.want {
+			t.Errorf("Quote(%q, %d) = %s, want %s", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
