@@ -47,7 +47,7 @@ func evidence(t *testing.T, log string) Evidence {
 	}
 	if log != "" {
 		for line := range strings.SplitSeq(log, "\n") {
-			m.Line(line)
+			m.Line([]byte(line))
 		}
 	}
 	return m.Evidence()
@@ -331,7 +331,7 @@ func TestRouteMatcher(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, l := range []string{"a", "using fast kernels", "on the private route dx", "per-op forward", "per-op again"} {
-			m.Line(l)
+			m.Line([]byte(l))
 		}
 		want := Evidence{
 			FastPatterns: []string{`private route (\w+)`, `fast kernels`}, SlowPatterns: []string{`per-op`},
@@ -348,8 +348,8 @@ func TestRouteMatcher(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.Line("on the private route " + strings.Repeat("x", MaxLine))
-		m.Line(strings.Repeat("y", MaxLine) + "per-op forward")
+		m.Line([]byte("on the private route " + strings.Repeat("x", MaxLine)))
+		m.Line([]byte(strings.Repeat("y", MaxLine) + "per-op forward"))
 		ev := m.Evidence()
 		if ev.Fast == nil || len(ev.Fast.Text) != MaxLine {
 			t.Errorf("Fast = %v, want a match cut to %d bytes", ev.Fast != nil, MaxLine)

@@ -73,8 +73,9 @@ func compileAll(name string, patterns []string) ([]*regexp.Regexp, error) {
 }
 
 // Line feeds the next log line (without its line break). A line longer than
-// MaxLine is matched on its first MaxLine bytes.
-func (m *RouteMatcher) Line(text string) {
+// MaxLine is matched on its first MaxLine bytes. Line keeps no reference to
+// text.
+func (m *RouteMatcher) Line(text []byte) {
 	m.ev.Lines++
 	if len(text) > MaxLine {
 		text = text[:MaxLine]
@@ -87,10 +88,10 @@ func (m *RouteMatcher) Line(text string) {
 	}
 }
 
-func firstMatch(res []*regexp.Regexp, line int, text string) *Match {
+func firstMatch(res []*regexp.Regexp, line int, text []byte) *Match {
 	for _, re := range res {
-		if re.MatchString(text) {
-			return &Match{Line: line, Text: text, Pattern: re.String()}
+		if re.Match(text) {
+			return &Match{Line: line, Text: string(text), Pattern: re.String()}
 		}
 	}
 	return nil
