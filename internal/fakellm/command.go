@@ -1,0 +1,139 @@
+package fakellm
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Profiles: the rates and first-token delays a route streams at unless
+// --rate and --first-token-ms say otherwise. The slow route is the per-op
+// forward: far below any floor, and slow to its first token.
+var profiles = map[string]struct {
+	rates   []float64
+	firstMS float64
+}{
+	RouteFast:    {[]float64{90}, 250},
+	RouteBoth:    {[]float64{90}, 250},
+	RouteNeither: {[]float64{90}, 250},
+	RouteSlow:    {[]float64{5}, 1100},
+}
+
+// Command runs the simulated serve as a program: `fakellm --port N [flags]`.
+// It is the serve the demo and the end-to-end tests start; it prints its log
+// to stdout and stops on SIGTERM or SIGINT (unless told to ignore TERM, as a
+// serve with a stream open does).
+func Command(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		opt         Options
+		port        = fs.Int("port", 8080, "port to listen on (127.0.0.1)")
+		rates       = fs.String("rate", "", "decode rate in tok/s, one figure or one a request: 70,70,1.9 (default by route: fast 90, slow 5)")
+		firstMS     = fs.Float64("first-token-ms", -1, "delay before the first token (default by route: fast 250, slow 1100)")
+		exitAtStart = fs.Int("exit-at-start", 0, "print a fatal line and exit with this status at start")
+		ignoreTerm  = fs.Bool("ignore-term", false, "ignore SIGTERM (a serve that will not stop)")
+		detach      = fs.Bool("spawn-detached", false, "start a setsid grandchild that sleeps, as a serve's helper might")
+	)
+	fs.StringVar(&opt.Model, "model", "sim-0.6B", "model name")
+	fs.StringVar(&opt.Route, "route", RouteFast, "route the log names: fast, slow, both or neither")
+	fs.IntVar(&opt.AnswerTokens, "answer-tokens", 0, "tokens in a full answer (0: more than max_tokens)")
+	fs.BoolVar(&opt.ThinkingAlways, "thinking-always", false, "reason even when the request turns thinking off")
+	fs.StringVar(&opt.ReasoningField, "reasoning-field", "reasoning_content", "the delta field reasoning goes in")
+	fs.IntVar(&opt.Degenerate, "degenerate", 0, "request N answers one character repeated")
+	fs.IntVar(&opt.ErrorAt, "error-at", 0, "request N answers HTTP 500")
+	fs.IntVar(&opt.ExitMidStream, "exit-mid-stream", 0, "the serve exits during request N")
+	fs.IntVar(&opt.Stall, "stall", 0, "request N stops sending after three tokens")
+	fs.StringVar(&opt.Content, "content", "", "answer this text instead of generated words")
+	fs.BoolVar(&opt.NoUsage, "no-usage", false, "never send usage")
+	fs.BoolVar(&opt.NoTimings, "no-timings", false, "never send timings")
+	fs.BoolVar(&opt.NeverReady, "never-ready", false, "health answers 503 forever")
+	fs.DurationVar(&opt.ReadyAfter, "ready-after", 0, "health answers 503 until this long after start")
+	fs.StringVar(&opt.HealthPath, "health-path", "/health", "health path")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	p, ok := profiles[opt.Route]
+	if !ok {
+		fmt.Fprintf(stderr, "fakellm: --route %q: want fast, slow, both or neither\n", opt.Route)
+		return 2
+	}
+	opt.Rates, opt.FirstTokenMS = p.rates, p.firstMS
+	if *rates != "" {
+		opt.Rates = nil
+		for f := range strings.SplitSeq(*rates, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || v < 0 {
+				fmt.Fprintf(stderr, "fakellm: --rate %q: want non-negative numbers separated by commas\n", *rates)
+				return 2
+			}
+			opt.Rates = append(opt.Rates, v)
+		}
+	}
+	if *firstMS >= 0 {
+		opt.FirstTokenMS = *firstMS
+	}
+	opt.Log = stdout
+	opt.Exit = os.Exit
+
+	if *exitAtStart != 0 {
+		fmt.Fprintf(stdout, "fakellm: loading model %s\nfakellm: fatal: no accelerator found (/dev/accel/accel0: no such file or directory)\n", opt.Model)
+		return *exitAtStart
+	}
+	if *detach {
+		if err := spawnDetached(); err != nil {
+			fmt.Fprintf(stderr, "fakellm: spawn: %v\n", err)
+			return 1
+		}
+	}
+	sigs := []os.Signal{syscall.SIGINT}
+	if *ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	} else {
+		sigs = append(sigs, syscall.SIGTERM)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
+	defer stop()
+
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
+	if err != nil {
+		fmt.Fprintf(stdout, "fakellm: fatal: %v\n", err)
+		return 1
+	}
+	srv := &http.Server{Handler: New(opt), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "fakellm: listening on %s\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		fmt.Fprintf(stdout, "fakellm: stopping\n")
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stdout, "fakellm: fatal: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// spawnDetached starts `sleep 600` in a session of its own, the way a serve's
+// helper process escapes its parent's process group.
+func spawnDetached() error {
+	attr := &os.ProcAttr{Files: []*os.File{nil, nil, nil}, Sys: &syscall.SysProcAttr{Setsid: true}}
+	p, err := os.StartProcess("/bin/sleep", []string{"sleep", "600"}, attr)
+	if err != nil {
+		return err
+	}
+	return p.Release()
+}

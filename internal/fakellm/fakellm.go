@@ -1,0 +1,373 @@
+// Package fakellm is a simulated LLM serve: an OpenAI-compatible chat
+// endpoint that streams at a chosen decode rate after a chosen first-token
+// delay, and prints the route lines a real serve prints. It is
+// deterministic: the same requests give the same replies, and tokens are paced
+// on a fixed schedule.
+//
+// It has modes for every way a serve goes wrong that the gate must see: the
+// slow route, both or neither route in the log, thinking left on, a
+// degenerate or error reply, never ready, exit at start, exit mid-stream and a
+// stalled stream.
+package fakellm
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Routes the simulated serve can report.
+const (
+	RouteFast    = "fast"
+	RouteSlow    = "slow"
+	RouteBoth    = "both"
+	RouteNeither = "neither"
+)
+
+// Options set up a simulated serve. Requests are numbered from 1 in the order
+// they arrive, warm-ups included.
+type Options struct {
+	Model string
+	Route string // RouteFast, RouteSlow, RouteBoth or RouteNeither
+
+	// Rates is the decode rate in tok/s for request 1, 2, ...; the last one
+	// repeats. 0 streams without pacing.
+	Rates        []float64
+	FirstTokenMS float64 // delay before the first token
+
+	AnswerTokens int // tokens in a full answer; 0: always more than max_tokens
+
+	// ThinkingAlways reasons (every token in the reasoning field) even when the
+	// request turns thinking off; otherwise the serve thinks only when the
+	// request does not turn it off, like Qwen3.
+	ThinkingAlways bool
+	ReasoningField string // "reasoning_content" (default) or "reasoning"
+
+	Degenerate    int // this request answers "//////..."
+	ErrorAt       int // this request answers HTTP 500
+	ExitMidStream int // this request exits the serve after a few tokens
+	Stall         int // this request stops sending after a few tokens
+	Content       string
+
+	NoUsage   bool // never send usage
+	NoTimings bool // never send llama.cpp timings
+
+	NeverReady bool          // health answers 503 forever
+	ReadyAfter time.Duration // health answers 503 until then
+	HealthPath string        // default /health
+
+	// Exit ends the process (os.Exit in the command); in-process tests close
+	// the connection instead when it is nil.
+	Exit func(code int)
+	Log  io.Writer // the serve's log; route lines and one line a request
+}
+
+// Server is a simulated serve's HTTP handler.
+type Server struct {
+	opt     Options
+	start   time.Time
+	mu      sync.Mutex
+	n       int // requests so far
+	logMu   sync.Mutex
+	started bool
+}
+
+// New returns a simulated serve and prints its start-up lines to opt.Log.
+func New(opt Options) *Server {
+	if opt.Model == "" {
+		opt.Model = "sim-0.6B"
+	}
+	if opt.Route == "" {
+		opt.Route = RouteFast
+	}
+	if opt.ReasoningField == "" {
+		opt.ReasoningField = "reasoning_content"
+	}
+	if opt.HealthPath == "" {
+		opt.HealthPath = "/health"
+	}
+	if opt.Log == nil {
+		opt.Log = io.Discard
+	}
+	s := &Server{opt: opt, start: time.Now()}
+	s.logf("loading model %s", opt.Model)
+	switch opt.Route {
+	case RouteFast, RouteBoth:
+		s.logf("%s ready on the private route dx (4 of 4 roles have a 16-row decode kernel)", opt.Model)
+	case RouteSlow:
+		s.logf("no 16-row decode kernel found for %s; serving with the per-op forward", opt.Model)
+	default:
+		s.logf("%s ready", opt.Model)
+	}
+	return s
+}
+
+func (s *Server) logf(format string, args ...any) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintf(s.opt.Log, "fakellm: "+format+"\n", args...)
+}
+
+// ServeHTTP answers health and chat requests.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case s.opt.HealthPath:
+		s.health(w)
+	case "/v1/chat/completions":
+		s.chat(w, r)
+	case "/v1/models":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, s.opt.Model)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *Server) health(w http.ResponseWriter) {
+	if s.opt.NeverReady || time.Since(s.start) < s.opt.ReadyAfter {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"status":"loading model"}`)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"status":"ok"}`)
+}
+
+// chatRequest is the part of an OpenAI chat request the simulated serve reads.
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+	MaxTokens     int      `json:"max_tokens"`
+	Temperature   *float64 `json:"temperature"`
+	Stream        bool     `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	var req chatRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		http.Error(w, `{"error":{"message":"invalid JSON body"}}`, http.StatusBadRequest)
+		return
+	}
+	if len(req.Messages) == 0 {
+		http.Error(w, `{"error":{"message":"messages is empty"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.n++
+	n := s.n
+	if !s.started && s.opt.Route == RouteBoth {
+		s.started = true
+		s.logMu.Lock()
+		fmt.Fprintf(s.opt.Log, "fakellm: kernel fault in role ffn; retrying on the per-op forward\n")
+		s.logMu.Unlock()
+	}
+	s.mu.Unlock()
+	prompt := req.Messages[len(req.Messages)-1].Content
+	s.logf("request %d: %d prompt bytes, max_tokens %d, stream %v", n, len(prompt), req.MaxTokens, req.Stream)
+
+	if n == s.opt.ErrorAt {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"error":{"code":500,"message":"simulated failure: device lost","type":"server_error"}}`)
+		return
+	}
+
+	tokens := s.answer(prompt, n, req.MaxTokens)
+	thinking := s.opt.ThinkingAlways || req.ChatTemplateKwargs["enable_thinking"] != false
+	finish := "length"
+	if s.opt.AnswerTokens > 0 && s.opt.AnswerTokens < req.MaxTokens {
+		finish = "stop"
+	}
+	if !req.Stream {
+		s.whole(w, req, tokens, thinking, finish)
+		return
+	}
+	s.stream(w, r, req, n, tokens, thinking, finish)
+}
+
+// answer is the deterministic reply to prompt as a list of tokens.
+func (s *Server) answer(prompt string, n, maxTokens int) []string {
+	count := maxTokens
+	if count <= 0 {
+		count = 16
+	}
+	if s.opt.AnswerTokens > 0 {
+		count = min(count, s.opt.AnswerTokens)
+	}
+	out := make([]string, count)
+	switch {
+	case n == s.opt.Degenerate:
+		for i := range out {
+			out[i] = "/"
+		}
+	case s.opt.Content != "":
+		// The whole given content in the first token, the rest as spaces, so
+		// the token count stays what max_tokens asks.
+		out[0] = s.opt.Content
+		for i := 1; i < count; i++ {
+			out[i] = " "
+		}
+	default:
+		h := fnv.New32a()
+		io.WriteString(h, prompt)
+		seed := int(h.Sum32() % uint32(len(vocabulary)))
+		for i := range out {
+			w := vocabulary[(seed+i*7)%len(vocabulary)]
+			if i > 0 {
+				w = " " + w
+			}
+			out[i] = w
+		}
+	}
+	return out
+}
+
+var vocabulary = strings.Fields(`the serve answers each question with a steady stream of words that
+	carry no meaning but look like text: a cache line holds sixty four bytes and the keeper
+	climbs the tower at dusk while Rome grows and the bread rises overnight in a warm kitchen`)
+
+func (s *Server) rate(n int) float64 {
+	if len(s.opt.Rates) == 0 {
+		return 0
+	}
+	return s.opt.Rates[min(n, len(s.opt.Rates))-1]
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest, n int, tokens []string, thinking bool, finish string) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	id := fmt.Sprintf("chatcmpl-%d", n)
+	created := s.start.Unix()
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		fl.Flush()
+		return true
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{
+			"id": id, "object": "chat.completion.chunk", "created": created, "model": s.opt.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
+		}
+	}
+	begin := time.Now()
+	// The role-only chunk comes at once, before prefill, as llama.cpp sends it.
+	if !send(chunk(map[string]any{"role": "assistant", "content": nil}, nil)) {
+		return
+	}
+	if !sleepUntil(r, begin.Add(ms(s.opt.FirstTokenMS))) {
+		return
+	}
+	first := time.Now()
+	rate := s.rate(n)
+	field := "content"
+	if thinking {
+		field = s.opt.ReasoningField
+	}
+	for i, tok := range tokens {
+		if rate > 0 && i > 0 && !sleepUntil(r, first.Add(time.Duration(float64(i)/rate*float64(time.Second)))) {
+			return
+		}
+		if i == 3 && n == s.opt.ExitMidStream {
+			s.logf("fatal: device lost in the middle of request %d", n)
+			if s.opt.Exit != nil {
+				s.opt.Exit(134)
+			}
+			panic(http.ErrAbortHandler)
+		}
+		if i == 3 && n == s.opt.Stall {
+			s.logf("request %d stalled", n)
+			<-r.Context().Done()
+			return
+		}
+		if !send(chunk(map[string]any{field: tok}, nil)) {
+			return
+		}
+	}
+	end := time.Now()
+	last := chunk(map[string]any{}, finish)
+	if !s.opt.NoTimings {
+		decode := end.Sub(first).Seconds()
+		pps := 0.0
+		if decode > 0 {
+			pps = float64(len(tokens)) / decode
+		}
+		last["timings"] = map[string]any{
+			"prompt_n": 20, "prompt_ms": s.opt.FirstTokenMS,
+			"predicted_n": len(tokens), "predicted_ms": decode * 1000, "predicted_per_second": pps,
+		}
+	}
+	if !send(last) {
+		return
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && !s.opt.NoUsage {
+		if !send(map[string]any{
+			"id": id, "object": "chat.completion.chunk", "created": created, "model": s.opt.Model,
+			"choices": []any{},
+			"usage":   map[string]any{"prompt_tokens": 20, "completion_tokens": len(tokens), "total_tokens": 20 + len(tokens)},
+		}) {
+			return
+		}
+	}
+	io.WriteString(w, "data: [DONE]\n\n")
+	fl.Flush()
+	s.logf("request %d: %d tokens, finish %s", n, len(tokens), finish)
+}
+
+func (s *Server) whole(w http.ResponseWriter, req chatRequest, tokens []string, thinking bool, finish string) {
+	text := strings.Join(tokens, "")
+	msg := map[string]any{"role": "assistant", "content": text}
+	if thinking {
+		msg = map[string]any{"role": "assistant", "content": "", s.opt.ReasoningField: text}
+	}
+	resp := map[string]any{
+		"id": "chatcmpl", "object": "chat.completion", "model": s.opt.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+	}
+	if !s.opt.NoUsage {
+		resp["usage"] = map[string]any{"prompt_tokens": 20, "completion_tokens": len(tokens), "total_tokens": 20 + len(tokens)}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(resp)
+}
+
+func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+// sleepUntil waits for t, or for the client to go away (false).
+func sleepUntil(r *http.Request, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return r.Context().Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}

@@ -1,0 +1,281 @@
+// Package probe asks a serve one streamed chat question at a time and
+// records, from the stream itself, when the first and last tokens came.
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
+)
+
+// Bounds on what one reply may bring; the serve is untrusted.
+const (
+	DefaultMaxBody = 16 << 20 // bytes of stream per reply
+	MaxText        = 1 << 20  // bytes of content, and of reasoning, kept per reply
+	maxErrorBody   = 4 << 10
+)
+
+// Prober asks questions of one serve.
+type Prober struct {
+	URL            string // the chat endpoint, e.g. http://127.0.0.1:8080/v1/chat/completions
+	Model          string // sent as "model" when not empty
+	MaxTokens      int
+	Thinking       bool          // false sends chat_template_kwargs.enable_thinking=false
+	RequestTimeout time.Duration // for the whole reply, stream included
+	MaxBody        int64         // 0: DefaultMaxBody
+	Client         *http.Client  // nil: a client of its own
+}
+
+type request struct {
+	Model              string          `json:"model,omitempty"`
+	Messages           []message       `json:"messages"`
+	MaxTokens          int             `json:"max_tokens"`
+	Temperature        float64         `json:"temperature"`
+	Stream             bool            `json:"stream"`
+	StreamOptions      streamOptions   `json:"stream_options"`
+	ChatTemplateKwargs map[string]bool `json:"chat_template_kwargs"`
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// Body is the JSON the prober sends for prompt.
+func (p *Prober) Body(prompt string) []byte {
+	b, _ := json.Marshal(request{
+		Model:              p.Model,
+		Messages:           []message{{Role: "user", Content: prompt}},
+		MaxTokens:          p.MaxTokens,
+		Temperature:        0,
+		Stream:             true,
+		StreamOptions:      streamOptions{IncludeUsage: true},
+		ChatTemplateKwargs: map[string]bool{"enable_thinking": p.Thinking},
+	})
+	return b
+}
+
+// Ask sends one prompt and assembles the streamed reply. Whatever goes wrong
+// is recorded in Reply.Error; Ask itself does not fail.
+func (p *Prober) Ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt) (r measure.Reply) {
+	r = measure.Reply{N: n, Warmup: warmup, Prompt: pr.Prompt, Expect: pr.Expect}
+	client := p.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, bytes.NewReader(p.Body(pr.Prompt)))
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+
+	r.T0 = time.Now()
+	t0 := r.T0
+	defer func() { r.EndMS = msSince(t0) }()
+	resp, err := client.Do(req)
+	if err != nil {
+		r.Error = p.describe(ctx, err, &r)
+		return r
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		r.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(b))
+		return r
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		r.Error = fmt.Sprintf("the serve answered %q, not a stream (text/event-stream); it must support stream: true", mt)
+		return r
+	}
+	max := p.MaxBody
+	if max <= 0 {
+		max = DefaultMaxBody
+	}
+	body := &limitedReader{r: resp.Body, left: max}
+	if err := read(body, t0, &r); err != nil {
+		if body.left <= 0 {
+			err = fmt.Errorf("the stream ran past %d bytes; stopped reading", max)
+		}
+		r.Error = p.describe(ctx, err, &r)
+	}
+	return r
+}
+
+// describe turns a transport error into words that say what happened.
+func (p *Prober) describe(ctx context.Context, err error, r *measure.Reply) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf("no complete reply within %v (--request-timeout); %d chunks with content had arrived", p.RequestTimeout, r.Chunks)
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return "cancelled"
+	}
+	return err.Error()
+}
+
+// chunk is the part of a streamed chat chunk the probe reads.
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		CompletionTokens *int `json:"completion_tokens"`
+	} `json:"usage"`
+	Timings *measure.ServerTimings `json:"timings"`
+	Error   json.RawMessage        `json:"error"`
+}
+
+var (
+	dataPrefix = []byte("data:")
+	done       = []byte("[DONE]")
+)
+
+// read assembles the stream into r. It returns nil only when the stream ended
+// with [DONE].
+func read(body io.Reader, t0 time.Time, r *measure.Reply) error {
+	br := bufio.NewReaderSize(body, 64<<10)
+	var content, reasoning strings.Builder
+	defer func() {
+		r.Content, r.Reasoning = content.String(), reasoning.String()
+	}()
+	for {
+		line, err := br.ReadSlice('\n')
+		// The arrival time, taken before the chunk is parsed, so the parse
+		// does not count against the serve.
+		at := msSince(t0)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return errors.New("a stream line ran past 64 KiB")
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if data, ok := bytes.CutPrefix(line, dataPrefix); ok {
+			data = bytes.TrimSpace(data)
+			if bytes.Equal(data, done) {
+				return nil
+			}
+			var c chunk // fresh each time: json reuses slice elements without zeroing them
+			if jerr := json.Unmarshal(data, &c); jerr != nil {
+				return fmt.Errorf("a stream chunk is not JSON (%v): %.120q", jerr, data)
+			}
+			if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
+				return fmt.Errorf("the serve sent an error in the stream: %s", errorMessage(data))
+			}
+			bearing := false
+			for _, ch := range c.Choices {
+				d := &ch.Delta
+				if d.Content != "" {
+					bearing = true
+					add(&content, d.Content, r)
+				}
+				if rs := d.ReasoningContent + d.Reasoning; rs != "" {
+					bearing = true
+					add(&reasoning, rs, r)
+				}
+				if ch.FinishReason != nil {
+					r.FinishReason = *ch.FinishReason
+				}
+			}
+			if bearing {
+				if r.FirstMS == nil {
+					first := at
+					r.FirstMS = &first
+				}
+				r.LastMS = &at
+				r.Chunks++
+			}
+			if c.Usage != nil && c.Usage.CompletionTokens != nil {
+				n := *c.Usage.CompletionTokens
+				r.CompletionTokens = &n
+			}
+			if c.Timings != nil {
+				r.Server = c.Timings
+			}
+		}
+		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+			return errors.New("the stream ended before [DONE]: the serve closed the connection")
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func add(b *strings.Builder, s string, r *measure.Reply) {
+	if b.Len()+len(s) > MaxText {
+		r.Truncated = true
+		return
+	}
+	b.WriteString(s)
+}
+
+func msSince(t0 time.Time) float64 {
+	return float64(time.Since(t0)) / float64(time.Millisecond)
+}
+
+// errorMessage pulls the message out of an OpenAI-style error body, or gives
+// the body itself.
+func errorMessage(b []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+		// some serves put the message at the top
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(b, &e) == nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
+			return inner.Message
+		case json.Unmarshal(e.Error, &s) == nil && s != "":
+			return s
+		case e.Message != "":
+			return e.Message
+		}
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "(empty body)"
+	}
+	return s
+}
+
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errors.New("stream too long")
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}

@@ -1,0 +1,96 @@
+// Package prompts gives the questions the gate asks: a built-in set, or a
+// file of one prompt a line (plain text, or JSON with "prompt" and an optional
+// "expect" RE2 pattern).
+package prompts
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// Prompt is one question and, optionally, a pattern its answer must match.
+type Prompt struct {
+	Prompt string `json:"prompt"`
+	Expect string `json:"expect,omitempty"`
+}
+
+// Builtin is the default set: five questions whose answers run longer than
+// the default max-tokens, so every reply decodes for its whole budget and the
+// rate is measured over the same span each time.
+func Builtin() []Prompt {
+	return []Prompt{
+		{Prompt: "Explain in detail how a CPU cache works: the levels, lines, associativity, and what happens on a miss. Give examples."},
+		{Prompt: "Write a long story about a lighthouse keeper who finds a message in a bottle. Describe the sea, the weather and the keeper's days."},
+		{Prompt: "Describe the history of the Roman Empire from its founding to the fall of Constantinople, century by century."},
+		{Prompt: "List twenty common Linux shell commands and explain each one with an example of its use."},
+		{Prompt: "Explain step by step how to bake a loaf of sourdough bread, from feeding the starter to cooling the loaf."},
+	}
+}
+
+// Load reads a prompts file.
+func Load(path string) ([]Prompt, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--prompts: %v; pass a readable file of one prompt a line", err)
+	}
+	defer f.Close()
+	ps, err := Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("--prompts %s: %w", path, err)
+	}
+	return ps, nil
+}
+
+// Parse reads prompts, one a line. A line that starts with "{" is JSON with
+// "prompt" and an optional "expect"; blank lines and lines that start with
+// "#" are skipped.
+func Parse(r io.Reader) ([]Prompt, error) {
+	var ps []Prompt
+	var errs []error
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		p := Prompt{Prompt: line}
+		if strings.HasPrefix(line, "{") {
+			p = Prompt{}
+			dec := json.NewDecoder(bytes.NewReader([]byte(line)))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&p); err != nil {
+				errs = append(errs, fmt.Errorf("line %d: not a JSON prompt (%v); write {\"prompt\": \"...\", \"expect\": \"...\"}", n, err))
+				continue
+			}
+			if strings.TrimSpace(p.Prompt) == "" {
+				errs = append(errs, fmt.Errorf("line %d: \"prompt\" is empty", n))
+				continue
+			}
+		}
+		if p.Expect != "" {
+			if _, err := regexp.Compile(p.Expect); err != nil {
+				errs = append(errs, fmt.Errorf("line %d: expect %q is not a valid RE2 pattern: %v", n, p.Expect, err))
+				continue
+			}
+		}
+		ps = append(ps, p)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(ps) == 0 {
+		return nil, errors.New("no prompts in it; write one prompt a line")
+	}
+	return ps, nil
+}
