@@ -1,0 +1,250 @@
+// Package config holds the gate's settings and checks them, all at once,
+// before anything is started.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"strings"
+	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
+)
+
+// Config is the gate's settings, by the names of its flags and action inputs.
+type Config struct {
+	Serve          string // the serve's command line, with {port} and {model}
+	Model          string
+	Port           int // 0: pick a free one
+	Health         string
+	ReadyTimeout   time.Duration
+	Replies        int
+	Warmup         int
+	MaxTokens      int
+	Floor          float64
+	FirstTokenMS   float64
+	FastRoute      []string
+	SlowRoute      []string
+	Prompts        string // a file; "" for the built-in set
+	Thinking       string
+	RateSource     string
+	RequestTimeout time.Duration
+	Out            string // "" for a fresh directory
+	Hold           string
+	HoldTimeout    time.Duration
+	Device         string
+	CheckName      string
+	Comment        string
+	GitHubToken    string
+}
+
+// HealthAuto tries the health paths serves commonly answer on.
+const HealthAuto = "auto"
+
+// AutoHealthPaths are the paths HealthAuto tries, in order.
+var AutoHealthPaths = []string{"/health", "/v1/health", "/api/v1/health"}
+
+// Default is the configuration before any flag or input.
+func Default() Config {
+	return Config{
+		Health:         HealthAuto,
+		ReadyTimeout:   5 * time.Minute,
+		Replies:        5,
+		Warmup:         1,
+		MaxTokens:      128,
+		Floor:          60,
+		FirstTokenMS:   600,
+		FastRoute:      judge.DefaultFastRoute,
+		SlowRoute:      judge.DefaultSlowRoute,
+		Thinking:       "off",
+		RateSource:     judge.RateClient,
+		RequestTimeout: 2 * time.Minute,
+		Hold:           "none",
+		HoldTimeout:    30 * time.Minute,
+		Device:         "npu",
+		CheckName:      "npu serve smoke",
+		Comment:        "on-pr",
+	}
+}
+
+// Plan is a checked Config, resolved into what the gate runs.
+type Plan struct {
+	Config
+	Argv        []string // the serve's words, {model} filled in, {port} still to fill
+	Executable  string   // the serve's executable as found
+	Prompts     []prompts.Prompt
+	HealthPaths []string
+	HoldCommand string // for --hold command:NAME, NAME as found
+}
+
+// Limits are the judging limits of the configuration.
+func (c *Config) Limits() judge.Limits {
+	return judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource}
+}
+
+// LookPath finds an executable, as exec.LookPath does.
+type LookPath func(file string) (string, error)
+
+var deviceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// Check checks every setting and gives the plan, or every problem at once.
+// It creates the out directory (and only that) to prove it can be written.
+func (c Config) Check(lookPath LookPath) (*Plan, error) {
+	p := &Plan{Config: c}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	// The serve.
+	words, err := SplitWords(c.Serve)
+	switch {
+	case err != nil:
+		bad("--serve: %v; quote as a shell would (the line is split into words, never run by a shell)", err)
+	case len(words) == 0:
+		bad("--serve is empty; give the serve's command line, e.g. --serve 'llama-server -m {model} --port {port}'")
+	default:
+		line := strings.Join(words, " ")
+		if strings.Contains(line, "{model}") && c.Model == "" {
+			bad("--serve uses {model} but --model is empty; pass --model")
+		}
+		if !strings.Contains(line, "{port}") && c.Port == 0 {
+			bad("--serve has no {port} and --port is 0, so the gate cannot tell the serve its port; put {port} in --serve, or pass --port with the port the serve listens on")
+		}
+		for _, w := range words {
+			p.Argv = append(p.Argv, strings.ReplaceAll(w, "{model}", c.Model))
+		}
+		exe, err := lookPath(p.Argv[0])
+		if err != nil {
+			bad("--serve: the executable %q was not found or cannot run (%v); install it, put it on PATH or give its full path", p.Argv[0], unwrapExec(err))
+		}
+		p.Executable = exe
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		bad("--port %d is out of range; pass 1 to 65535, or 0 to pick a free port", c.Port)
+	}
+
+	// Health.
+	switch {
+	case c.Health == HealthAuto:
+		p.HealthPaths = AutoHealthPaths
+	case strings.HasPrefix(c.Health, "/"):
+		p.HealthPaths = []string{c.Health}
+	default:
+		bad("--health %q: pass a path that starts with / (e.g. /health), or auto", c.Health)
+	}
+
+	// What to ask and how.
+	if c.Replies < 1 {
+		bad("--replies %d: pass 1 or more", c.Replies)
+	}
+	if c.Warmup < 0 {
+		bad("--warmup %d: pass 0 or more", c.Warmup)
+	}
+	if c.MaxTokens < 2 {
+		bad("--max-tokens %d: pass 2 or more; a decode rate needs at least two tokens", c.MaxTokens)
+	}
+	if !(c.Floor > 0) || math.IsInf(c.Floor, 0) {
+		bad("--floor %v: pass a positive number of tokens per second", c.Floor)
+	}
+	if !(c.FirstTokenMS > 0) || math.IsInf(c.FirstTokenMS, 0) {
+		bad("--first-token-ms %v: pass a positive number of milliseconds", c.FirstTokenMS)
+	}
+	if _, err := judge.NewRouteMatcher(c.FastRoute, c.SlowRoute); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Prompts == "" {
+		p.Prompts = prompts.Builtin()
+	} else if p.Prompts, err = prompts.Load(c.Prompts); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Thinking != "on" && c.Thinking != "off" {
+		bad("--thinking %q: pass on or off", c.Thinking)
+	}
+	if c.RateSource != judge.RateClient && c.RateSource != judge.RateServer {
+		bad("--rate-source %q: pass client or server", c.RateSource)
+	}
+	for name, d := range map[string]time.Duration{"--ready-timeout": c.ReadyTimeout, "--request-timeout": c.RequestTimeout, "--hold-timeout": c.HoldTimeout} {
+		if d <= 0 {
+			bad("%s %v: pass a positive duration such as 5m or 30s", name, d)
+		}
+	}
+
+	// The hold and the device.
+	if !deviceName.MatchString(c.Device) {
+		bad("--device %q: pass a device name of letters, digits, '.', '_' and '-' (e.g. npu)", c.Device)
+	}
+	switch name, isCmd := strings.CutPrefix(c.Hold, "command:"); {
+	case c.Hold == "none", c.Hold == "builtin":
+	case isCmd && name != "":
+		exe, err := lookPath(name)
+		if err != nil {
+			bad("--hold %s: %q was not found or cannot run (%v); install it or give its full path", c.Hold, name, unwrapExec(err))
+		}
+		p.HoldCommand = exe
+	default:
+		bad("--hold %q: pass builtin, none, or command:NAME", c.Hold)
+	}
+
+	// Reporting.
+	if strings.TrimSpace(c.CheckName) == "" {
+		bad("--check-name is empty; pass the name the required status check matches, e.g. 'npu serve smoke'")
+	}
+	if c.Comment != "on-pr" && c.Comment != "never" {
+		bad("--comment %q: pass on-pr or never", c.Comment)
+	}
+
+	// The out directory last: only a good configuration creates it.
+	if len(errs) == 0 {
+		if err := checkOut(c.Out); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// checkOut makes sure the out directory can be written and holds no earlier
+// run, whose files would mix with this one's.
+func checkOut(dir string) error {
+	if dir == "" {
+		return nil // the gate makes a fresh one
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out %s cannot be created (%v); pass a directory you can write", dir, unwrapPath(err))
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("--out %s cannot be written (%v); pass a directory you can write", dir, unwrapPath(err))
+	}
+	f.Close()
+	os.Remove(f.Name())
+	for _, pat := range []string{"result.json", "reply_*.json", "serve.log"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pat)); len(m) > 0 {
+			return fmt.Errorf("--out %s already holds a run (%s); pass an empty or new directory, so two runs' files do not mix", dir, filepath.Base(m[0]))
+		}
+	}
+	return nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func unwrapExec(err error) error {
+	var inner interface{ Unwrap() error }
+	if errors.As(err, &inner) && inner.Unwrap() != nil {
+		return inner.Unwrap()
+	}
+	return err
+}
