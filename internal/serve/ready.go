@@ -1,0 +1,190 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PollEvery is how often the health paths are asked while the serve starts.
+const PollEvery = 10 * time.Millisecond
+
+// Ready says how the serve became ready.
+type Ready struct {
+	Path string  // the health path that answered 200
+	MS   float64 // from start to that answer
+}
+
+// NotReadyError is a serve that did not become ready: it exited, or the
+// time ran out.
+type NotReadyError struct {
+	Exited  string // how it exited; "" when the time ran out
+	Timeout time.Duration
+	Last    map[string]string // the last answer of each health path
+}
+
+func (e *NotReadyError) Error() string {
+	if e.Exited != "" {
+		return fmt.Sprintf("the serve %s before it was ready", e.Exited)
+	}
+	var seen []string
+	for _, p := range slices.Sorted(maps.Keys(e.Last)) {
+		seen = append(seen, p+": "+e.Last[p])
+	}
+	return fmt.Sprintf("the serve was not ready within %v (--ready-timeout); health answered %s", e.Timeout, strings.Join(seen, "; "))
+}
+
+// WaitReady asks base+path for each of paths every PollEvery until one
+// answers 200. It gives up at once when the serve exits, when timeout passes
+// or when ctx ends.
+func (p *Process) WaitReady(ctx context.Context, base string, paths []string, timeout time.Duration) (Ready, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// A health request must not outlive the serve: stop it when the serve exits.
+	reqCtx, reqCancel := context.WithCancel(ctx)
+	defer reqCancel()
+	go func() {
+		select {
+		case <-p.done:
+			reqCancel()
+		case <-reqCtx.Done():
+		}
+	}()
+	client := &http.Client{Timeout: 2 * time.Second}
+	last := map[string]string{}
+	tick := time.NewTicker(PollEvery)
+	defer tick.Stop()
+	for {
+		for _, path := range paths {
+			status, err := get(reqCtx, client, base+path)
+			if status == http.StatusOK {
+				return Ready{Path: path, MS: float64(time.Since(p.started)) / float64(time.Millisecond)}, nil
+			}
+			if err != nil {
+				if reqCtx.Err() == nil { // not our own deadline cutting it short
+					last[path] = shortErr(err)
+				}
+			} else {
+				last[path] = "HTTP " + strconv.Itoa(status)
+			}
+		}
+		select {
+		case <-p.done:
+			return Ready{}, &NotReadyError{Exited: p.Exit()}
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// Exited at the same moment? Say so rather than time out.
+				select {
+				case <-p.done:
+					return Ready{}, &NotReadyError{Exited: p.Exit()}
+				default:
+				}
+				return Ready{}, &NotReadyError{Timeout: timeout, Last: last}
+			}
+			return Ready{}, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func get(ctx context.Context, c *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func shortErr(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Err.Error()
+	}
+	return err.Error()
+}
+
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on now.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// PortInUseError is a port something else already listens on.
+type PortInUseError struct {
+	Port    int
+	Holders []Proc
+}
+
+func (e *PortInUseError) Error() string {
+	who := "another process (not visible in /proc to this user)"
+	if len(e.Holders) > 0 {
+		var hs []string
+		for _, h := range e.Holders {
+			hs = append(hs, h.String())
+		}
+		who = strings.Join(hs, ", ")
+	}
+	return fmt.Sprintf("port %d is in use by %s; stop it or pass --port 0", e.Port, who)
+}
+
+// CheckPortFree fails with a PortInUseError when something listens on port.
+func CheckPortFree(port int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err == nil {
+		ln.Close()
+		// Something may listen on another address of the port (0.0.0.0 is
+		// covered by the bind above; a listener on ::1 only is not).
+		if hs := Listeners(port); len(hs) > 0 {
+			return &PortInUseError{Port: port, Holders: hs}
+		}
+		return nil
+	}
+	return &PortInUseError{Port: port, Holders: Listeners(port)}
+}
+
+// Stranger is a process other than the serve's that listens on its port.
+type StrangerError struct {
+	Port    int
+	Holders []Proc
+}
+
+func (e *StrangerError) Error() string {
+	var hs []string
+	for _, h := range e.Holders {
+		hs = append(hs, h.String())
+	}
+	return fmt.Sprintf("port %d is answered by %s, not by the serve the gate started; it was not measured: stop it, or pass --port 0", e.Port, strings.Join(hs, ", "))
+}
+
+// CheckListener makes sure that what listens on port belongs to the serve's
+// process tree, so a stale server is never measured in its place.
+func (p *Process) CheckListener(port int) error {
+	tree := Descendants(p.pid)
+	var strangers []Proc
+	holders := Listeners(port)
+	for _, h := range holders {
+		if !slices.ContainsFunc(tree, func(t Proc) bool { return t.PID == h.PID }) {
+			strangers = append(strangers, h)
+		}
+	}
+	if len(strangers) > 0 {
+		return &StrangerError{Port: port, Holders: strangers}
+	}
+	return nil
+}

@@ -1,0 +1,274 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
+)
+
+// The test binary doubles as the simulated serve (FAKELLM=1) and as a gate
+// that starts one and waits to be killed (SERVE_TEST_GATE=1).
+func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv("FAKELLM") == "1":
+		os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr))
+	case os.Getenv("SERVE_TEST_GATE") == "1":
+		gate()
+		return
+	}
+	if err := BecomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, "subreaper:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// gate starts a serve, prints its pid and blocks until it is killed.
+func gate() {
+	p, err := Start(Options{Argv: []string{os.Args[0], "--port", os.Getenv("PORT"), "--spawn-detached"}, Env: append(os.Environ(), "FAKELLM=1", "SERVE_TEST_GATE=")})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println(p.PID())
+	select {}
+}
+
+func fake(t *testing.T, port int, args ...string) *Process {
+	t.Helper()
+	log, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	argv := append([]string{os.Args[0], "--port", strconv.Itoa(port)}, args...)
+	p, err := Start(Options{Argv: argv, Log: log, Env: append(os.Environ(), "FAKELLM=1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second) })
+	return p
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+func base(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
+
+var autoPaths = []string{"/health", "/v1/health", "/api/v1/health"}
+
+func TestReadyAndStop(t *testing.T) {
+	port := freePort(t)
+	p := fake(t, port, "--health-path", "/api/v1/health", "--ready-after", "100ms")
+	r, err := p.WaitReady(context.Background(), base(port), autoPaths, time.Minute)
+	if err != nil {
+		t.Fatalf("WaitReady() error = %v", err)
+	}
+	if r.Path != "/api/v1/health" || r.MS < 100 {
+		t.Errorf("WaitReady() = %+v, want /api/v1/health after 100 ms or more", r)
+	}
+	if err := p.CheckListener(port); err != nil {
+		t.Errorf("CheckListener() of the serve's own port = %v", err)
+	}
+	if p.Exit() != "" || p.ExitCode() != -1 {
+		t.Errorf("Exit() of a running serve = %q, %d", p.Exit(), p.ExitCode())
+	}
+	st := p.Stop(10 * time.Second)
+	if st.Signal != "TERM" || st.Exit != "exited with status 0" || st.Survivors != 0 || st.Swept != 0 {
+		t.Errorf("Stop() = %+v, want TERM, a clean exit, nothing swept or left", st)
+	}
+	if _, alive := Stat(p.PID()); alive {
+		t.Errorf("pid %d still in /proc after Stop", p.PID())
+	}
+}
+
+func TestNotReady(t *testing.T) {
+	t.Run("never ready: the timeout names what health answered", func(t *testing.T) {
+		port := freePort(t)
+		p := fake(t, port, "--never-ready")
+		listening(t, port)
+		_, err := p.WaitReady(context.Background(), base(port), []string{"/health"}, 300*time.Millisecond)
+		var nr *NotReadyError
+		if !errors.As(err, &nr) || nr.Exited != "" || !strings.Contains(err.Error(), "not ready within 300ms (--ready-timeout); health answered /health: HTTP 503") {
+			t.Errorf("WaitReady() error = %v, want a timeout naming HTTP 503", err)
+		}
+	})
+	t.Run("exit at start fails at once, not at the timeout", func(t *testing.T) {
+		port := freePort(t)
+		p := fake(t, port, "--exit-at-start", "3")
+		// An hour: a gate that waited for the timeout would hang the test.
+		_, err := p.WaitReady(context.Background(), base(port), autoPaths, time.Hour)
+		var nr *NotReadyError
+		if !errors.As(err, &nr) || nr.Exited != "exited with status 3" {
+			t.Errorf("WaitReady() error = %v, want the serve's exit", err)
+		}
+		if p.ExitCode() != 3 {
+			t.Errorf("ExitCode() = %d, want 3", p.ExitCode())
+		}
+		if st := p.Stop(time.Second); st.Signal != "" || st.Survivors != 0 {
+			t.Errorf("Stop() of an exited serve = %+v, want no signal, no survivors", st)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		port := freePort(t)
+		p := fake(t, port, "--never-ready")
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		if _, err := p.WaitReady(ctx, base(port), autoPaths, time.Hour); !errors.Is(err, context.Canceled) {
+			t.Errorf("WaitReady() after cancel = %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestStopContainment(t *testing.T) {
+	t.Run("a serve that ignores TERM is killed", func(t *testing.T) {
+		port := freePort(t)
+		p := fake(t, port, "--ignore-term")
+		if _, err := p.WaitReady(context.Background(), base(port), autoPaths, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		st := p.Stop(200 * time.Millisecond)
+		if st.Signal != "KILL" || st.Exit != "killed by signal 9 (killed)" || st.Survivors != 0 {
+			t.Errorf("Stop() = %+v, want KILL and no survivors", st)
+		}
+	})
+	t.Run("a detached grandchild is swept", func(t *testing.T) {
+		port := freePort(t)
+		p := fake(t, port, "--spawn-detached")
+		if _, err := p.WaitReady(context.Background(), base(port), autoPaths, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		var sleeper Proc
+		for _, d := range Descendants(p.PID()) {
+			if d.PID != p.PID() {
+				sleeper = d
+			}
+		}
+		if sleeper.PID == 0 || sleeper.SID == p.PID() {
+			t.Fatalf("no detached grandchild below pid %d: %+v", p.PID(), Descendants(p.PID()))
+		}
+		st := p.Stop(10 * time.Second)
+		if st.Swept != 1 || st.Survivors != 0 {
+			t.Errorf("Stop() = %+v, want the grandchild swept and no survivors", st)
+		}
+		if pr, alive := Stat(sleeper.PID); alive && pr.Start == sleeper.Start && pr.State != 'Z' {
+			t.Errorf("the detached grandchild %v survived Stop", pr)
+		}
+	})
+	t.Run("the gate killed: its serve dies with it", func(t *testing.T) {
+		port := freePort(t)
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "SERVE_TEST_GATE=1", "PORT="+strconv.Itoa(port))
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		servePID, err := strconv.Atoi(strings.TrimSpace(line))
+		if err != nil {
+			cmd.Process.Kill()
+			t.Fatalf("the gate said %q", line)
+		}
+		serveProc, _ := Stat(servePID)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		if !gone(servePID, serveProc.Start, time.Minute) {
+			syscall.Kill(servePID, syscall.SIGKILL)
+			t.Errorf("serve pid %d outlived its gate", servePID)
+		}
+	})
+}
+
+// listening waits until something accepts connections on port.
+func listening(t *testing.T, port int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			c.Close()
+			return
+		}
+	}
+	t.Fatalf("nothing listens on port %d after a minute", port)
+}
+
+// gone waits up to within for a process to leave /proc (or become a zombie).
+func gone(pid int, start uint64, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		pr, ok := Stat(pid)
+		if !ok || pr.Start != start || pr.State == 'Z' {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+func TestPorts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	err = CheckPortFree(port)
+	var inUse *PortInUseError
+	if !errors.As(err, &inUse) || !strings.Contains(err.Error(), fmt.Sprintf("port %d is in use by pid %d", port, os.Getpid())) || !strings.Contains(err.Error(), "pass --port 0") {
+		t.Errorf("CheckPortFree(%d) = %v, want it in use by this test (pid %d)", port, err, os.Getpid())
+	}
+	free := freePort(t)
+	if err := CheckPortFree(free); err != nil {
+		t.Errorf("CheckPortFree(%d) of a free port = %v", free, err)
+	}
+
+	// A serve that is not what listens on the port.
+	log, _ := os.Create(filepath.Join(t.TempDir(), "log"))
+	defer log.Close()
+	p, err := Start(Options{Argv: []string{"sleep", "60"}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	err = p.CheckListener(port)
+	var stranger *StrangerError
+	if !errors.As(err, &stranger) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(err.Error(), "not by the serve the gate started") {
+		t.Errorf("CheckListener(%d) = %v, want this test named as a stranger", port, err)
+	}
+}
+
+func TestStartError(t *testing.T) {
+	if _, err := Start(Options{Argv: []string{"/nonexistent/serve"}}); err == nil || !strings.Contains(err.Error(), "starting /nonexistent/serve") {
+		t.Errorf("Start(missing) error = %v", err)
+	}
+	if _, err := Start(Options{}); err == nil {
+		t.Error("Start(no argv): no error")
+	}
+}
+
+func TestStat(t *testing.T) {
+	p, ok := Stat(os.Getpid())
+	if !ok || p.PID != os.Getpid() || p.PPID != os.Getppid() || p.State == 0 || p.Start == 0 || !strings.Contains(p.Command, filepath.Base(os.Args[0])) {
+		t.Errorf("Stat(self) = %+v, %v", p, ok)
+	}
+	if _, ok := Stat(0); ok {
+		t.Error("Stat(0) found a process")
+	}
+}
