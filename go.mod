@@ -6,3 +6,5 @@ require (
 	github.com/google/go-cmp v0.7.0
 	golang.org/x/sys v0.50.0
 )
+
+require github.com/sethvargo/go-githubactions v1.3.2

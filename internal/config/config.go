@@ -148,13 +148,7 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.MaxTokens < 2 {
 		bad("--max-tokens %d: pass 2 or more; a decode rate needs at least two tokens", c.MaxTokens)
 	}
-	if !(c.Floor > 0) || math.IsInf(c.Floor, 0) {
-		bad("--floor %v: pass a positive number of tokens per second", c.Floor)
-	}
-	if !(c.FirstTokenMS > 0) || math.IsInf(c.FirstTokenMS, 0) {
-		bad("--first-token-ms %v: pass a positive number of milliseconds", c.FirstTokenMS)
-	}
-	if _, err := judge.NewRouteMatcher(c.FastRoute, c.SlowRoute); err != nil {
+	if err := c.CheckLimits(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Prompts == "" {
@@ -164,9 +158,6 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	}
 	if c.Thinking != "on" && c.Thinking != "off" {
 		bad("--thinking %q: pass on or off", c.Thinking)
-	}
-	if c.RateSource != judge.RateClient && c.RateSource != judge.RateServer {
-		bad("--rate-source %q: pass client or server", c.RateSource)
 	}
 	for name, d := range map[string]time.Duration{"--ready-timeout": c.ReadyTimeout, "--request-timeout": c.RequestTimeout, "--hold-timeout": c.HoldTimeout} {
 		if d <= 0 {
@@ -208,6 +199,25 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 		return nil, errors.Join(errs...)
 	}
 	return p, nil
+}
+
+// CheckLimits checks what the judge uses: the floor, the first-token limit,
+// the rate source and the route patterns. `judge DIR` checks these alone.
+func (c *Config) CheckLimits() error {
+	var errs []error
+	if !(c.Floor > 0) || math.IsInf(c.Floor, 0) {
+		errs = append(errs, fmt.Errorf("--floor %v: pass a positive number of tokens per second", c.Floor))
+	}
+	if !(c.FirstTokenMS > 0) || math.IsInf(c.FirstTokenMS, 0) {
+		errs = append(errs, fmt.Errorf("--first-token-ms %v: pass a positive number of milliseconds", c.FirstTokenMS))
+	}
+	if c.RateSource != judge.RateClient && c.RateSource != judge.RateServer {
+		errs = append(errs, fmt.Errorf("--rate-source %q: pass client or server", c.RateSource))
+	}
+	if _, err := judge.NewRouteMatcher(c.FastRoute, c.SlowRoute); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // checkOut makes sure the out directory can be written and holds no earlier

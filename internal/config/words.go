@@ -79,3 +79,21 @@ func SplitWords(s string) ([]string, error) {
 	}
 	return words, nil
 }
+
+// QuoteWords joins words into a line that SplitWords splits back into the
+// same words.
+func QuoteWords(words ...string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		if w != "" && !strings.ContainsFunc(w, func(c rune) bool { return !safe(c) }) {
+			q[i] = w
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+func safe(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./:=,+@%{}", c)
+}

@@ -64,17 +64,26 @@ func FuzzSplitWords(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// Quoting each word and splitting again gives the same words.
-		var b strings.Builder
-		for _, w := range words {
-			b.WriteString("'" + strings.ReplaceAll(w, "'", `'\''`) + "' ")
-		}
-		again, err := SplitWords(b.String())
+		// Quoting the words and splitting again gives the same words.
+		line := QuoteWords(words...)
+		again, err := SplitWords(line)
 		if err != nil {
-			t.Fatalf("SplitWords(requoted %q) error = %v", b.String(), err)
+			t.Fatalf("SplitWords(QuoteWords(...) = %q) error = %v", line, err)
 		}
 		if diff := cmp.Diff(words, again); diff != "" {
 			t.Fatalf("round trip of %q (-first +again):\n%s", s, diff)
 		}
 	})
+}
+
+func TestQuoteWords(t *testing.T) {
+	words := []string{"/opt/my serve/bin", "--port", "{port}", "it's", "", "$HOME", `a"b`}
+	line := QuoteWords(words...)
+	if want := `'/opt/my serve/bin' --port {port} 'it'\''s' '' '$HOME' 'a"b'`; line != want {
+		t.Errorf("QuoteWords(%q) = %s, want %s", words, line, want)
+	}
+	got, err := SplitWords(line)
+	if err != nil || !cmp.Equal(words, got) {
+		t.Errorf("SplitWords(QuoteWords(%q)) = %q, %v", words, got, err)
+	}
 }

@@ -26,7 +26,7 @@ var profiles = map[string]struct {
 	RouteFast:    {[]float64{90}, 250},
 	RouteBoth:    {[]float64{90}, 250},
 	RouteNeither: {[]float64{90}, 250},
-	RouteSlow:    {[]float64{5}, 1100},
+	RouteSlow:    {[]float64{6}, 1063},
 }
 
 // Command runs the simulated serve as a program: `fakellm --port N [flags]`.
@@ -39,8 +39,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	var (
 		opt         Options
 		port        = fs.Int("port", 8080, "port to listen on (127.0.0.1)")
-		rates       = fs.String("rate", "", "decode rate in tok/s, one figure or one a request: 70,70,1.9 (default by route: fast 90, slow 5)")
-		firstMS     = fs.Float64("first-token-ms", -1, "delay before the first token (default by route: fast 250, slow 1100)")
+		rates       = fs.String("rate", "", "decode rate in tok/s, one figure or one a request: 70,70,1.9 (default by route: fast 90, slow 6)")
+		firstMS     = fs.Float64("first-token-ms", -1, "delay before the first token (default by route: fast 250, slow 1063)")
 		exitAtStart = fs.Int("exit-at-start", 0, "print a fatal line and exit with this status at start")
 		ignoreTerm  = fs.Bool("ignore-term", false, "ignore SIGTERM (a serve that will not stop)")
 		detach      = fs.Bool("spawn-detached", false, "start a setsid grandchild that sleeps, as a serve's helper might")

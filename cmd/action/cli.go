@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/sethvargo/go-githubactions"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/gate"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+)
+
+// Exit codes.
+const (
+	exitPass  = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+const usage = `usage:
+  npu-serve-smoke run [flags]           start the serve, probe it, judge it (in GitHub Actions with no
+                                        arguments, the flags come from the action's inputs)
+  npu-serve-smoke judge DIR [flags]     re-judge a finished run's out directory; flags override its limits
+  npu-serve-smoke demo [--route fast|slow] [--out DIR]
+                                        the gate against the built-in simulated serve
+
+Run 'npu-serve-smoke run -h' for the gate's flags.
+Exit status: 0 PASS, 1 FAIL, 2 bad input (nothing was started).
+`
+
+// env is the process environment the commands see.
+type env struct {
+	getenv         func(string) string
+	stdout, stderr io.Writer
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	e := &env{getenv: getenv, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return e.run(ctx, args[1:])
+	case "judge":
+		return e.judge(args[1:])
+	case "demo":
+		return e.demo(ctx, args[1:])
+	case "fakellm": // the simulated serve, started by demo
+		return fakellm.Command(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitPass
+	default:
+		fmt.Fprintf(stderr, "npu-serve-smoke: unknown command %q\n%s", args[0], usage)
+		return exitUsage
+	}
+}
+
+func (e *env) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("npu-serve-smoke "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+func (e *env) run(ctx context.Context, args []string) int {
+	c := config.Default()
+	fs := e.flagSet("run")
+	runFlags(fs, &c)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke run: unexpected argument %q; the serve's command line goes in --serve '...'\n", fs.Arg(0))
+		return exitUsage
+	}
+	if len(args) == 0 && e.getenv("GITHUB_ACTIONS") == "true" {
+		a := githubactions.New(githubactions.WithGetenv(e.getenv), githubactions.WithWriter(e.stdout))
+		if err := fromInputs(fs, a); err != nil {
+			fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input:\n%s\n", err)
+			return exitUsage
+		}
+	}
+	return e.gate(ctx, c)
+}
+
+// gate checks c and runs the gate once.
+func (e *env) gate(ctx context.Context, c config.Config) int {
+	plan, err := c.Check(exec.LookPath)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
+		return exitUsage
+	}
+	if err := serve.BecomeSubreaper(); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: warning: cannot become a child subreaper (%v); detached helpers of the serve may escape the sweep\n", err)
+	}
+	tmp := e.getenv("RUNNER_TEMP")
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	g := &gate.Gate{Plan: plan, Log: e.stderr, TempDir: tmp, Tool: version()}
+	res, err := g.Run(ctx)
+	if err != nil {
+		var se *gate.SetupError
+		if errors.As(err, &se) {
+			fmt.Fprintf(e.stderr, "npu-serve-smoke: nothing was started: %v\n", err)
+			return exitUsage
+		}
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: %v\n", err)
+		return exitFail
+	}
+	e.print(res)
+	if res.Pass() {
+		return exitPass
+	}
+	return exitFail
+}
+
+// print writes the verdict, and what a person needs to see when there were no
+// replies: why, and the end of the serve's log.
+func (e *env) print(res *report.Result) {
+	if res.NoReplies != "" {
+		fmt.Fprintf(e.stderr, "no replies: %s\n", report.ConsoleText(res.NoReplies))
+		tail := res.Serve.LogTail
+		if len(tail) > 15 {
+			tail = tail[len(tail)-15:]
+		}
+		if len(tail) > 0 {
+			fmt.Fprintf(e.stderr, "the last %d lines of %s:\n", len(tail), filepath.Join(res.Run.Out, report.LogFile))
+			for _, l := range tail {
+				fmt.Fprintf(e.stderr, "  | %s\n", report.ConsoleText(l))
+			}
+		}
+	}
+	report.Console(e.stdout, res)
+}
+
+// judge re-judges a finished run from its out directory: the serve log and
+// the reply files, against the limits it ran with or the ones given here.
+func (e *env) judge(args []string) int {
+	fs := e.flagSet("judge")
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: npu-serve-smoke judge DIR [flags]\n\nRe-judges the run in DIR; flags not given keep the run's own.\n\n")
+		fs.PrintDefaults()
+	}
+	d := config.Default()
+	fs.Float64Var(&d.Floor, "floor", d.Floor, "median decode rate floor, tok/s")
+	fs.Float64Var(&d.FirstTokenMS, "first-token-ms", d.FirstTokenMS, "median first-token limit, ms")
+	fs.StringVar(&d.RateSource, "rate-source", d.RateSource, "client or server")
+	fs.Var(&patterns{list: &d.FastRoute}, "fast-route", "RE2 pattern naming the fast route (repeatable)")
+	fs.Var(&patterns{list: &d.SlowRoute}, "slow-route", "RE2 pattern naming the slow route (repeatable)")
+	// The directory may come before or after the flags.
+	var dir string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		dir, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if dir == "" && fs.NArg() > 0 {
+		dir = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if dir == "" {
+		fs.Usage()
+		return exitUsage
+	}
+	res, err := report.Read(dir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: %v\n", err)
+		return exitUsage
+	}
+	fast, slow := res.Route.FastPatterns, res.Route.SlowPatterns
+	var problems []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "floor":
+			res.Limits.Floor = d.Floor
+		case "first-token-ms":
+			res.Limits.FirstTokenMS = d.FirstTokenMS
+		case "rate-source":
+			res.Limits.RateSource = d.RateSource
+		case "fast-route":
+			fast = d.FastRoute
+		case "slow-route":
+			slow = d.SlowRoute
+		}
+	})
+	// The limits given here get the same checks as the gate's.
+	c := config.Default()
+	c.Floor, c.FirstTokenMS, c.RateSource, c.FastRoute, c.SlowRoute = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource, fast, slow
+	if err := c.CheckLimits(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: bad input:\n%s\n", indent(strings.Join(problems, "\n")))
+		return exitUsage
+	}
+	m, _ := judge.NewRouteMatcher(fast, slow)
+	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: %v; the route is judged on an empty log\n", err)
+	}
+	res.Route = scan.Route
+	res.Judged(judge.Judge(res.Input()))
+	report.Console(e.stdout, res)
+	if res.Pass() {
+		return exitPass
+	}
+	return exitFail
+}
+
+// demo runs the gate against the simulated serve, started as a child of this
+// same binary, so the whole pipeline runs: process group, health, stream,
+// stop and judging.
+func (e *env) demo(ctx context.Context, args []string) int {
+	fs := e.flagSet("demo")
+	route := fs.String("route", "fast", "the route the simulated serve takes: fast or slow (the silent fallback)")
+	out := fs.String("out", "", "out directory (default: a fresh one)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *route != fakellm.RouteFast && *route != fakellm.RouteSlow {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke demo: --route %q: pass fast or slow\n", *route)
+		return exitUsage
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke demo: cannot find this program (%v)\n", err)
+		return exitFail
+	}
+	c := config.Default()
+	c.Serve = config.QuoteWords(self, "fakellm", "--port", "{port}", "--route", *route, "--model", "{model}")
+	c.Model = "sim-0.6B"
+	c.Replies, c.Warmup, c.MaxTokens = 3, 1, 16
+	c.Out = *out
+	fmt.Fprintf(e.stderr, "demo: the gate against the simulated serve on the %s route\n", *route)
+	return e.gate(ctx, c)
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// version is the module version, or the VCS revision of a local build.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "npu-serve-smoke (unknown)"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && (v == "" || v == "(devel)") {
+			v = s.Value
+		}
+	}
+	return "npu-serve-smoke " + v
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/sethvargo/go-githubactions"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+)
+
+// patterns is a repeatable flag: the first use replaces the default, each
+// later use adds a pattern.
+type patterns struct {
+	list *[]string
+	set  bool
+}
+
+func (p *patterns) String() string {
+	if p.list == nil {
+		return ""
+	}
+	return strings.Join(*p.list, "\n")
+}
+
+func (p *patterns) Set(v string) error {
+	if !p.set {
+		*p.list, p.set = nil, true
+	}
+	*p.list = append(*p.list, v)
+	return nil
+}
+
+// runFlags defines the gate's flags on fs, writing into c. The names are the
+// action's input names too.
+func runFlags(fs *flag.FlagSet, c *config.Config) {
+	fs.StringVar(&c.Serve, "serve", c.Serve, "the serve's command line, with {port} and {model}; split like a shell splits words, never run by a shell")
+	fs.StringVar(&c.Model, "model", c.Model, "the model: fills {model} and the requests' \"model\"")
+	fs.IntVar(&c.Port, "port", c.Port, "port the serve listens on (0: pick a free one)")
+	fs.StringVar(&c.Health, "health", c.Health, "health path, or auto (tries "+strings.Join(config.AutoHealthPaths, ", ")+")")
+	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", c.ReadyTimeout, "how long the serve may take to answer health")
+	fs.IntVar(&c.Replies, "replies", c.Replies, "replies to judge")
+	fs.IntVar(&c.Warmup, "warmup", c.Warmup, "warm-up requests, recorded and not judged")
+	fs.IntVar(&c.MaxTokens, "max-tokens", c.MaxTokens, "max_tokens of each request")
+	fs.Float64Var(&c.Floor, "floor", c.Floor, "median decode rate floor, tok/s")
+	fs.Float64Var(&c.FirstTokenMS, "first-token-ms", c.FirstTokenMS, "median first-token limit, ms")
+	fs.Var(&patterns{list: &c.FastRoute}, "fast-route", "RE2 pattern of a serve log line naming the fast route (repeatable)")
+	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern of a serve log line naming the slow route (repeatable)")
+	fs.StringVar(&c.Prompts, "prompts", c.Prompts, "file of prompts, one a line or JSON {\"prompt\",\"expect\"} (default: a built-in set of five)")
+	fs.StringVar(&c.Thinking, "thinking", c.Thinking, "on or off: chat_template_kwargs.enable_thinking")
+	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client (timed from the stream) or server (the serve's timings)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "limit for one whole reply")
+	fs.StringVar(&c.Out, "out", c.Out, "directory for serve.log, reply_N.json, result.json, summary.md (default: a fresh one)")
+	fs.StringVar(&c.Hold, "hold", c.Hold, "builtin (take the device's ticket), none, or command:NAME (run the serve under NAME)")
+	fs.DurationVar(&c.HoldTimeout, "hold-timeout", c.HoldTimeout, "how long to wait for the device's ticket")
+	fs.StringVar(&c.Device, "device", c.Device, "the device whose ticket to hold")
+	fs.StringVar(&c.CheckName, "check-name", c.CheckName, "the check run's name (what a required status check matches)")
+	fs.StringVar(&c.Comment, "comment", c.Comment, "on-pr (a sticky PR comment) or never")
+	fs.StringVar(&c.GitHubToken, "github-token", c.GitHubToken, "token for the check run and the comment")
+}
+
+// fromInputs sets every flag of fs that has an action input (INPUT_NAME):
+// the same names serve the command line and the action. A repeatable flag
+// takes one value a line.
+func fromInputs(fs *flag.FlagSet, a *githubactions.Action) error {
+	var errs []string
+	fs.VisitAll(func(f *flag.Flag) {
+		v := a.GetInput(f.Name)
+		if v == "" {
+			return
+		}
+		values := []string{v}
+		if _, ok := f.Value.(*patterns); ok {
+			values = nil
+			for line := range strings.SplitSeq(v, "\n") {
+				if line = strings.TrimSpace(line); line != "" {
+					values = append(values, line)
+				}
+			}
+		}
+		for _, v := range values {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Sprintf("input %s: %v", f.Name, err))
+			}
+		}
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return nil
+}

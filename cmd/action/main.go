@@ -1,0 +1,24 @@
+// Command npu-serve-smoke is a release gate for LLM inference serves: it
+// starts the serve, asks it a few questions, measures it from the stream and
+// fails when the serve took the slow route or decodes below a floor.
+//
+//	npu-serve-smoke run [flags]          the gate (in GitHub Actions, inputs from INPUT_*)
+//	npu-serve-smoke judge DIR [flags]    re-judge a finished run's out directory
+//	npu-serve-smoke demo [--route slow]  the gate against the built-in simulated serve
+//
+// Exit status: 0 PASS, 1 FAIL, 2 bad input (nothing was started).
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,295 @@
+// Package gate runs the pipeline once: hold the device, start the serve,
+// probe it, stop it, release the device, judge, and write out/.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+)
+
+// Grace periods between TERM and KILL: a serve with a stream still open can
+// take tens of seconds to honour TERM (llama-server waits for its SSE ping),
+// so the wait is bounded. A cancelled run has less time: the runner sends
+// SIGTERM 7.5 s after SIGINT, and the ticket must be free well before.
+const (
+	StopGrace   = 5 * time.Second
+	CancelGrace = 2 * time.Second
+)
+
+// ChatPath is where OpenAI-compatible serves take chat requests.
+const ChatPath = "/v1/chat/completions"
+
+// Gate is one run of the pipeline.
+type Gate struct {
+	Plan    *config.Plan
+	Log     io.Writer // progress lines, for people watching
+	TempDir string    // where a fresh out directory goes when --out is not set
+	Tool    string    // the gate's version, for result.json
+	GitHub  *report.GitHubFacts
+	Hold    Holder // nil: --hold none
+}
+
+// Holder gives the gate the device for the length of a run.
+type Holder interface {
+	// Acquire waits for the device's ticket. Files are inherited by the
+	// serve, so it holds the ticket too.
+	Acquire(ctx context.Context) (Ticket, error)
+}
+
+// Ticket is a held device.
+type Ticket interface {
+	Files() []*os.File
+	Release() error
+}
+
+// SetupError is a fault found before anything was started: the run is bad
+// input, exit 2.
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// Run runs the pipeline. The error is a SetupError when nothing was started;
+// any later fault is in the result, which is then a FAIL.
+func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
+	p := g.Plan
+	out := p.Out
+	if out == "" {
+		var err error
+		if out, err = os.MkdirTemp(g.TempDir, "npu-serve-smoke-"); err != nil {
+			return nil, &SetupError{fmt.Errorf("cannot make an out directory in %s (%v); pass --out", g.TempDir, err)}
+		}
+	}
+	port := p.Port
+	if port == 0 {
+		var err error
+		if port, err = serve.FreePort(); err != nil {
+			return nil, &SetupError{fmt.Errorf("no free port on 127.0.0.1 (%v); pass --port", err)}
+		}
+	} else if err := serve.CheckPortFree(port); err != nil {
+		return nil, &SetupError{err}
+	}
+	res := &report.Result{
+		Schema: report.Schema,
+		Limits: p.Limits(),
+		Run: report.RunFacts{
+			Started: time.Now(), Model: p.Model, Replies: p.Replies, Warmup: p.Warmup,
+			MaxTokens: p.MaxTokens, Thinking: p.Thinking, Prompts: orBuiltin(p.Config.Prompts), Out: out, Tool: g.Tool,
+		},
+		Serve:  report.ServeFacts{Argv: fill(p.Argv, port), Port: port},
+		Hold:   report.HoldFacts{Mode: p.Hold, Device: p.Device},
+		GitHub: g.GitHub,
+	}
+	g.logf("out: %s", out)
+
+	g.measure(ctx, res, out)
+
+	// Judge what the log and the replies say.
+	m, err := judge.NewRouteMatcher(p.FastRoute, p.SlowRoute)
+	if err != nil {
+		return nil, &SetupError{err}
+	}
+	scan, err := logscan.ScanFile(filepath.Join(out, report.LogFile), m)
+	if err != nil && res.NoReplies == "" {
+		res.NoReplies = "the serve log could not be read: " + err.Error()
+	}
+	res.Route, res.Serve.LogTail, res.Serve.LogBytes = scan.Route, scan.Tail, scan.Bytes
+	if res.NoReplies != "" && res.Serve.Exit != "" && !strings.Contains(res.NoReplies, res.Serve.Exit) {
+		res.NoReplies += "; the serve then " + res.Serve.Exit
+	}
+	res.Judged(judge.Judge(res.Input()))
+	if ctx.Err() != nil {
+		res.Verdict = report.Cancelled
+	}
+	res.Run.Finished = time.Now()
+	if err := report.Write(out, res); err != nil {
+		g.logf("error: writing the result to %s: %v", out, err)
+		res.Verdict = report.Fail
+	}
+	return res, nil
+}
+
+// measure holds the device, runs the serve, probes it and stops it, filling
+// in res. Whatever goes wrong ends up in res.NoReplies or the replies.
+func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
+	p := g.Plan
+	var files []*os.File
+	if g.Hold != nil {
+		g.logf("hold: waiting for the %s ticket", p.Device)
+		t0 := time.Now()
+		ticket, err := g.Hold.Acquire(ctx)
+		res.Hold.WaitedMS = msSince(t0)
+		if err != nil {
+			res.NoReplies = "the device was not held: " + err.Error()
+			g.logf("hold: %v", err)
+			return
+		}
+		held := time.Now()
+		g.logf("hold: %s held after %s", p.Device, time.Since(t0).Round(time.Millisecond))
+		defer func() {
+			if err := ticket.Release(); err != nil {
+				g.logf("hold: release: %v", err)
+			}
+			res.Hold.HeldMS = msSince(held)
+			g.logf("hold: %s released", p.Device)
+		}()
+		files = ticket.Files()
+	}
+
+	logf, err := os.OpenFile(filepath.Join(out, report.LogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		res.NoReplies = "the serve log could not be created: " + err.Error()
+		return
+	}
+	defer logf.Close()
+	proc, err := serve.Start(serve.Options{Argv: res.Serve.Argv, Log: logf, ExtraFiles: files})
+	if err != nil {
+		res.NoReplies = "the serve did not start: " + err.Error()
+		return
+	}
+	res.Serve.PID = proc.PID()
+	g.logf("serve: pid %d on port %d: %s", proc.PID(), res.Serve.Port, report.ConsoleText(strings.Join(res.Serve.Argv, " ")))
+	defer func() {
+		grace := StopGrace
+		if ctx.Err() != nil {
+			grace = CancelGrace
+		}
+		st := proc.Stop(grace)
+		res.Serve.Exit, res.Serve.Signal, res.Serve.StopMS = st.Exit, st.Signal, st.StopMS
+		res.Serve.Swept, res.Serve.Survivors = st.Swept, st.Survivors
+		g.logf("serve: stopped in %s: %s; %d swept, %d survivors", time.Duration(st.StopMS*float64(time.Millisecond)).Round(time.Millisecond), st.Exit, st.Swept, st.Survivors)
+		for _, l := range st.Left {
+			g.logf("serve: survivor %s", report.ConsoleText(l))
+		}
+	}()
+
+	base := "http://127.0.0.1:" + strconv.Itoa(res.Serve.Port)
+	ready, err := proc.WaitReady(ctx, base, p.HealthPaths, p.ReadyTimeout)
+	if err != nil {
+		res.NoReplies = notReady(err, ctx)
+		g.logf("serve: %s", res.NoReplies)
+		return
+	}
+	res.Serve.ReadyPath, res.Serve.ReadyMS = ready.Path, ready.MS
+	g.logf("serve: ready after %s (%s)", time.Duration(ready.MS*float64(time.Millisecond)).Round(time.Millisecond), ready.Path)
+	if err := proc.CheckListener(res.Serve.Port); err != nil {
+		res.NoReplies = err.Error()
+		g.logf("serve: %s", report.ConsoleText(err.Error()))
+		return
+	}
+
+	pr := &probe.Prober{
+		URL: base + ChatPath, Model: p.Model, MaxTokens: p.MaxTokens,
+		Thinking: p.Thinking == "on", RequestTimeout: p.RequestTimeout,
+	}
+	ask := func(n int, warmup bool) (measure.Reply, bool) {
+		prompt := p.Prompts[(n-1)%len(p.Prompts)]
+		if warmup {
+			prompt = p.Prompts[0]
+		}
+		var r measure.Reply
+		select {
+		case <-proc.Done():
+			r = measure.Reply{N: n, Warmup: warmup, Prompt: prompt.Prompt, Expect: prompt.Expect, Error: "not asked: the serve " + proc.Exit()}
+		default:
+			if ctx.Err() != nil {
+				return r, false
+			}
+			r = pr.Ask(ctx, n, warmup, prompt)
+		}
+		if err := report.WriteJSON(filepath.Join(out, report.ReplyFile(&r)), &r); err != nil {
+			g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
+		}
+		g.logf("%s", progress(&r))
+		return r, true
+	}
+	for n := 1; n <= p.Warmup; n++ {
+		r, ok := ask(n, true)
+		if !ok {
+			return
+		}
+		res.Warmups = append(res.Warmups, r)
+	}
+	for n := 1; n <= p.Replies; n++ {
+		r, ok := ask(n, false)
+		if !ok {
+			return
+		}
+		res.Replies = append(res.Replies, r)
+	}
+}
+
+func notReady(err error, ctx context.Context) string {
+	var nr *serve.NotReadyError
+	switch {
+	case errors.As(err, &nr) && nr.Exited != "":
+		return "the serve never became ready: it " + nr.Exited
+	case errors.As(err, &nr):
+		return "the serve never became ready: " + strings.TrimPrefix(nr.Error(), "the serve ")
+	case ctx.Err() != nil:
+		return "cancelled before the serve was ready"
+	default:
+		return "the serve never became ready: " + err.Error()
+	}
+}
+
+// progress is one console line about a reply.
+func progress(r *measure.Reply) string {
+	name := "reply"
+	if r.Warmup {
+		name = "warm-up"
+	}
+	if r.Error != "" {
+		return fmt.Sprintf("%s %d: error: %s", name, r.N, judge.Quote(r.Error, 200))
+	}
+	var parts []string
+	if v, ok := r.FirstTokenMS(); ok {
+		parts = append(parts, fmt.Sprintf("first token %.0f ms", v))
+	}
+	if v, why := r.DecodeRate(); why == "" {
+		parts = append(parts, fmt.Sprintf("%.1f tok/s", v))
+	} else {
+		parts = append(parts, "no rate ("+why+")")
+	}
+	n, src := r.Tokens()
+	parts = append(parts, fmt.Sprintf("%d tokens (%s)", n, src))
+	return fmt.Sprintf("%s %d: %s", name, r.N, strings.Join(parts, ", "))
+}
+
+func (g *Gate) logf(format string, args ...any) {
+	if g.Log != nil {
+		fmt.Fprintf(g.Log, format+"\n", args...)
+	}
+}
+
+func fill(argv []string, port int) []string {
+	out := make([]string, len(argv))
+	for i, w := range argv {
+		out[i] = strings.ReplaceAll(w, "{port}", strconv.Itoa(port))
+	}
+	return out
+}
+
+func orBuiltin(file string) string {
+	if file == "" {
+		return "built-in"
+	}
+	return file
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t)) / float64(time.Millisecond) }

@@ -1,0 +1,285 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+// MarkdownLimit bounds the summary: GitHub cuts a check run's summary and a
+// comment at 65,535 characters.
+const MarkdownLimit = 65535
+
+// Console writes one line per assertion, then the verdict, in the shape of
+// the reference tool:
+//
+//	route        ok    the serve log names the fast route: "..."
+//	RESULT: PASS
+func Console(w io.Writer, r *Result) {
+	for _, a := range r.Assertions {
+		status := "FAIL"
+		if a.OK {
+			status = "ok"
+		}
+		fmt.Fprintf(w, "%-12s %-5s %s\n", a.Name, status, ConsoleText(a.Detail))
+	}
+	switch r.Verdict {
+	case Pass:
+		fmt.Fprintln(w, "RESULT: PASS")
+	case Cancelled:
+		fmt.Fprintln(w, "RESULT: FAIL (cancelled)")
+	default:
+		fmt.Fprintln(w, "RESULT: FAIL")
+	}
+}
+
+// ConsoleText makes text safe to print on one console line: control
+// characters, line breaks among them, are shown escaped, so text from the
+// serve can neither start a line of its own nor move the cursor.
+func ConsoleText(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, c := range s {
+		if isControl(c) {
+			q := strconv.QuoteRune(c)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func isControl(c rune) bool {
+	return c != ' ' && (unicode.IsControl(c) || c == '\u2028' || c == '\u2029' || c == utf8.RuneError)
+}
+
+// Markdown renders the run for people: the verdict, the assertions, each
+// reply's figures, the facts of the run and, on failure, the serve log's
+// tail. It is cut to at most limit bytes, dropping the log tail first.
+func Markdown(r *Result, limit int) string {
+	md := markdown(r, true)
+	if len(md) <= limit {
+		return md
+	}
+	md = markdown(r, false)
+	if len(md) <= limit {
+		return md
+	}
+	note := fmt.Sprintf("\n\n_This report was cut to %d characters; out/%s has all of it._\n", limit, ResultFile)
+	cut := md[:limit-len(note)]
+	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
+		cut = cut[:i]
+	}
+	return cut + note
+}
+
+func markdown(r *Result, withTail bool) string {
+	var b strings.Builder
+	icon, word := "❌", "FAIL"
+	switch r.Verdict {
+	case Pass:
+		icon, word = "✅", "PASS"
+	case Cancelled:
+		icon, word = "⏹️", "CANCELLED"
+	}
+	fmt.Fprintf(&b, "### %s npu serve smoke: %s\n\n", icon, word)
+	if m, ok := r.Median(r.Rate); ok {
+		fmt.Fprintf(&b, "Median decode rate **%.1f tok/s** (floor %.1f)", m, r.Limits.Floor)
+		if ft, ok := r.Median((*measure.Reply).FirstTokenMS); ok {
+			fmt.Fprintf(&b, ", median first token **%.0f ms** (limit %.0f)", ft, r.Limits.FirstTokenMS)
+		}
+		b.WriteString(".\n\n")
+	}
+	if r.NoReplies != "" {
+		fmt.Fprintf(&b, "No replies: %s.\n\n", Cell(r.NoReplies, 500))
+	}
+
+	b.WriteString("| assertion | result | detail |\n|---|---|---|\n")
+	for _, a := range r.Assertions {
+		res := "❌ FAIL"
+		if a.OK {
+			res = "✅ ok"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", a.Name, res, Cell(a.Detail, 1000))
+	}
+
+	if len(r.Replies) > 0 {
+		b.WriteString("\n#### Replies\n\n| # | prompt | first token | decode | tokens | serve's rate | reply |\n|---:|---|---:|---:|---:|---:|---|\n")
+		for i := range r.Replies {
+			b.WriteString(replyRow(&r.Replies[i]))
+		}
+		fmt.Fprintf(&b, "\n<sub>first token: from just before the request was written to the first chunk with content or reasoning. decode: (tokens − 1) / (last − first chunk), which leaves the first token and prefill out. tokens: usage, else the serve's timings, else chunks (marked ≈). Rate judged on: %s. Warm-ups (%d) are not judged.</sub>\n",
+			rateSource(r.Limits.RateSource), len(r.Warmups))
+	}
+
+	b.WriteString("\n| | |\n|---|---|\n")
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, "| %s | %s |\n", k, v)
+		}
+	}
+	if g := r.GitHub; g != nil {
+		row("commit", Cell(g.SHA, 40))
+		row("runner", Cell(g.Runner, 100))
+	}
+	row("model", Cell(r.Run.Model, 200))
+	row("serve", Cell(strings.Join(r.Serve.Argv, " "), 300))
+	row("hold", holdText(r.Hold))
+	if r.Serve.ReadyPath != "" {
+		row("serve ready", fmt.Sprintf("%s (%s, port %d)", seconds(r.Serve.ReadyMS), Cell(r.Serve.ReadyPath, 100), r.Serve.Port))
+	}
+	row("serve stop", stopText(r.Serve))
+	row("asked", fmt.Sprintf("%d replies + %d warm-up, max %d tokens, thinking %s, prompts %s", r.Run.Replies, r.Run.Warmup, r.Run.MaxTokens, r.Run.Thinking, Cell(r.Run.Prompts, 200)))
+	if g := r.GitHub; g != nil && g.RunURL != "" {
+		row("run", "[logs]("+g.RunURL+")")
+	}
+	if withTail && !r.Pass() && len(r.Serve.LogTail) > 0 {
+		fmt.Fprintf(&b, "\n<details><summary>serve log: the last %d lines of %d bytes</summary>\n\n", len(r.Serve.LogTail), r.Serve.LogBytes)
+		b.WriteString(codeBlock(r.Serve.LogTail))
+		b.WriteString("\n</details>\n")
+	}
+	return b.String()
+}
+
+func replyRow(rep *measure.Reply) string {
+	ft := "—"
+	if v, ok := rep.FirstTokenMS(); ok {
+		ft = fmt.Sprintf("%.0f ms", v)
+	}
+	rate := "—"
+	if v, why := rep.DecodeRate(); why == "" {
+		rate = fmt.Sprintf("%.1f tok/s", v)
+	}
+	n, src := rep.Tokens()
+	tokens := strconv.Itoa(n)
+	if src == measure.SourceChunks {
+		tokens = "≈" + tokens
+	}
+	server := "—"
+	if v, why := rep.ServerRate(); why == "" {
+		server = fmt.Sprintf("%.1f tok/s", v)
+	}
+	excerpt := Cell(rep.Content, 80)
+	switch {
+	case rep.Error != "":
+		excerpt = "error: " + Cell(rep.Error, 120)
+	case strings.TrimSpace(rep.Content) == "" && rep.Reasoning != "":
+		excerpt = "(reasoning only) " + Cell(rep.Reasoning, 60)
+	case strings.TrimSpace(rep.Content) == "":
+		excerpt = "(empty)"
+	}
+	return fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %s |\n", rep.N, Cell(rep.Prompt, 40), ft, rate, tokens, server, excerpt)
+}
+
+func rateSource(s string) string {
+	if s == judge.RateServer {
+		return "the serve's own figures (--rate-source server)"
+	}
+	return "the client's stream timing"
+}
+
+func holdText(h HoldFacts) string {
+	if h.Mode == "none" || h.Mode == "" {
+		return "none (--hold none): the device was not held"
+	}
+	return fmt.Sprintf("%s on %s: waited %s, held %s", Cell(h.Mode, 100), Cell(h.Device, 50), seconds(h.WaitedMS), seconds(h.HeldMS))
+}
+
+func stopText(s ServeFacts) string {
+	if s.Exit == "" {
+		return ""
+	}
+	how := "it had exited"
+	if s.Signal != "" {
+		how = s.Signal
+	}
+	return fmt.Sprintf("%s (%s) in %s; %d swept, %d survivors", Cell(s.Exit, 100), how, seconds(s.StopMS), s.Swept, s.Survivors)
+}
+
+func seconds(ms float64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+	return fmt.Sprintf("%.1f s", ms/1000)
+}
+
+// Cell makes untrusted text safe in a Markdown table cell and in running
+// text: one line, at most n runes, no HTML, no table pipes, no code spans,
+// no links, no @mentions and no #references.
+func Cell(s string, n int) string {
+	if utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n]) + "…"
+	}
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case c == '\n' || c == '\r' || c == '\t':
+			b.WriteByte(' ')
+		case isControl(c):
+			b.WriteRune('\uFFFD')
+		case c == '&':
+			b.WriteString("&amp;")
+		case c == '<':
+			b.WriteString("&lt;")
+		case c == '>':
+			b.WriteString("&gt;")
+		case c == '"':
+			b.WriteString("&quot;")
+		case c == '|':
+			b.WriteString("&#124;")
+		case c == '`':
+			b.WriteString("&#96;")
+		case c == '@':
+			// A zero-width joiner after @ keeps it from naming anyone.
+			b.WriteString("@\u200d")
+		case c == '#':
+			b.WriteString("&#35;")
+		case strings.ContainsRune(`\[]*_~!()`, c):
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// codeBlock fences lines so that nothing in them renders: the fence is longer
+// than any run of backticks inside, and control characters are replaced.
+func codeBlock(lines []string) string {
+	longest := 0
+	for _, l := range lines {
+		run := 0
+		for _, c := range l {
+			if c == '`' {
+				run++
+				longest = max(longest, run)
+			} else {
+				run = 0
+			}
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	var b strings.Builder
+	b.WriteString(fence + "text\n")
+	for _, l := range lines {
+		b.WriteString(strings.Map(func(c rune) rune {
+			if isControl(c) && c != '\t' {
+				return '\uFFFD'
+			}
+			return c
+		}, l))
+		b.WriteByte('\n')
+	}
+	b.WriteString(fence + "\n")
+	return b.String()
+}

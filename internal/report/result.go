@@ -1,0 +1,259 @@
+// Package report renders a run: console lines, out/result.json and
+// out/summary.md. Rendering is pure; reading and writing out/ is done by
+// Write and Read.
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+// Schema names the version of result.json.
+const Schema = "npu-serve-smoke/v1"
+
+// File names in out/.
+const (
+	ResultFile  = "result.json"
+	SummaryFile = "summary.md"
+	LogFile     = "serve.log"
+)
+
+// Verdicts.
+const (
+	Pass      = "pass"
+	Fail      = "fail"
+	Cancelled = "cancelled"
+)
+
+// Result is everything a run found: result.json.
+type Result struct {
+	Schema     string            `json:"schema"`
+	Verdict    string            `json:"verdict"` // Pass, Fail or Cancelled
+	Limits     judge.Limits      `json:"limits"`
+	Assertions []judge.Assertion `json:"assertions"`
+	Route      judge.Evidence    `json:"route"`
+	Replies    []measure.Reply   `json:"replies"`
+	Warmups    []measure.Reply   `json:"warmups,omitempty"`
+	NoReplies  string            `json:"no_replies,omitempty"` // why there are none
+	Run        RunFacts          `json:"run"`
+	Serve      ServeFacts        `json:"serve"`
+	Hold       HoldFacts         `json:"hold"`
+	GitHub     *GitHubFacts      `json:"github,omitempty"`
+}
+
+// RunFacts say how the run was asked for.
+type RunFacts struct {
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
+	Model     string    `json:"model,omitempty"`
+	Replies   int       `json:"replies"`
+	Warmup    int       `json:"warmup"`
+	MaxTokens int       `json:"max_tokens"`
+	Thinking  string    `json:"thinking"`
+	Prompts   string    `json:"prompts"` // "built-in" or the file
+	Out       string    `json:"out"`
+	Tool      string    `json:"tool"` // the gate's version
+}
+
+// ServeFacts say how the serve went.
+type ServeFacts struct {
+	Argv      []string `json:"argv"`
+	Port      int      `json:"port"`
+	PID       int      `json:"pid,omitempty"`
+	ReadyPath string   `json:"ready_path,omitempty"`
+	ReadyMS   float64  `json:"ready_ms,omitempty"`
+	Exit      string   `json:"exit,omitempty"`
+	Signal    string   `json:"signal,omitempty"` // the last signal it needed
+	StopMS    float64  `json:"stop_ms,omitempty"`
+	Swept     int      `json:"swept"`
+	Survivors int      `json:"survivors"`
+	LogBytes  int64    `json:"log_bytes"`
+	LogTail   []string `json:"log_tail,omitempty"`
+}
+
+// HoldFacts say how the device was held.
+type HoldFacts struct {
+	Mode     string  `json:"mode"` // builtin, none, command:NAME
+	Device   string  `json:"device"`
+	WaitedMS float64 `json:"waited_ms"`
+	HeldMS   float64 `json:"held_ms"`
+}
+
+// GitHubFacts is the Actions context of the run, when it ran in one.
+type GitHubFacts struct {
+	Repository string `json:"repository,omitempty"`
+	SHA        string `json:"sha,omitempty"`
+	Ref        string `json:"ref,omitempty"`
+	Event      string `json:"event,omitempty"`
+	PR         int    `json:"pr,omitempty"`
+	RunURL     string `json:"run_url,omitempty"`
+	Runner     string `json:"runner,omitempty"`
+}
+
+// Pass reports whether the verdict is a pass.
+func (r *Result) Pass() bool { return r.Verdict == Pass }
+
+// Judged sets the verdict and assertions from the judge.
+func (r *Result) Judged(v judge.Verdict) {
+	r.Assertions = v.Assertions
+	r.Verdict = Fail
+	if v.Pass {
+		r.Verdict = Pass
+	}
+}
+
+// Input is what the judge needs of the result.
+func (r *Result) Input() judge.Input {
+	return judge.Input{Route: r.Route, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies}
+}
+
+// Median is the median of the replies' figures that exist, for outputs and
+// titles; ok is false when there are none.
+func (r *Result) Median(f func(*measure.Reply) (float64, bool)) (float64, bool) {
+	var xs []float64
+	for i := range r.Replies {
+		if v, ok := f(&r.Replies[i]); ok {
+			xs = append(xs, v)
+		}
+	}
+	return judge.Median(xs), len(xs) > 0
+}
+
+// Rate is the figure the rate assertion judges, for one reply.
+func (r *Result) Rate(rep *measure.Reply) (float64, bool) {
+	if r.Limits.RateSource == judge.RateServer {
+		v, why := rep.ServerRate()
+		return v, why == ""
+	}
+	v, why := rep.DecodeRate()
+	return v, why == ""
+}
+
+// WriteJSON writes v as indented JSON to path, atomically: a reader never
+// sees half a file.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, append(b, '\n'))
+}
+
+func writeAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// ReplyFile is the name of reply n's file; warm-ups have their own.
+func ReplyFile(r *measure.Reply) string {
+	if r.Warmup {
+		return fmt.Sprintf("warmup_%d.json", r.N)
+	}
+	return fmt.Sprintf("reply_%d.json", r.N)
+}
+
+// Write writes result.json and summary.md into dir.
+func Write(dir string, r *Result) error {
+	if err := WriteJSON(filepath.Join(dir, ResultFile), r); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, SummaryFile), []byte(Markdown(r, MarkdownLimit)))
+}
+
+var replyName = regexp.MustCompile(`^reply_(\d+)\.json$`)
+
+// Read reads a finished run's directory: result.json, with the replies taken
+// from the reply_N.json files (the evidence) when there are any.
+func Read(dir string) (*Result, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v; pass the out directory of a run", dir, unwrapPath(err))
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory; pass the out directory of a run", dir)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s holds no %s, so it is not the out directory of a finished run; pass the directory a run printed as out:", dir, ResultFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a result file (%v)", filepath.Join(dir, ResultFile), err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("%s: schema %q, want %q; it was written by another tool or version", filepath.Join(dir, ResultFile), r.Schema, Schema)
+	}
+	replies, err := readReplies(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(replies) > 0 {
+		r.Replies = replies
+	}
+	return &r, nil
+}
+
+func readReplies(dir string) ([]measure.Reply, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []measure.Reply
+	for _, e := range ents {
+		m := replyName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		var rep measure.Reply
+		if err := json.Unmarshal(b, &rep); err != nil {
+			return nil, fmt.Errorf("%s: not a reply file (%v)", filepath.Join(dir, e.Name()), err)
+		}
+		if n, _ := strconv.Atoi(m[1]); n != rep.N {
+			return nil, fmt.Errorf("%s holds reply %d; the file name and its content disagree", filepath.Join(dir, e.Name()), rep.N)
+		}
+		out = append(out, rep)
+	}
+	slices.SortFunc(out, func(a, b measure.Reply) int { return a.N - b.N })
+	return out, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
