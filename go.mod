@@ -8,3 +8,8 @@ require (
 )
 
 require github.com/sethvargo/go-githubactions v1.3.2
+
+require (
+	github.com/rogpeppe/go-internal v1.16.0
+	golang.org/x/tools v0.26.0 // indirect
+)

@@ -212,6 +212,15 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 			}
 			r = pr.Ask(ctx, n, warmup, prompt)
 		}
+		if r.Error != "" {
+			// A reply that failed may mean the serve died: give its exit a
+			// moment to be seen, so the next reply says so rather than
+			// "connection refused".
+			select {
+			case <-proc.Done():
+			case <-time.After(time.Second):
+			}
+		}
 		if err := report.WriteJSON(filepath.Join(out, report.ReplyFile(&r)), &r); err != nil {
 			g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
 		}

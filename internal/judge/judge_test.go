@@ -202,8 +202,8 @@ func TestJudge(t *testing.T) {
 		{
 			name: "an error after content still fails content", log: fastLine,
 			replies:  withReply(fastRow, 2, func(r *measure.Reply) { r.Error = "stream ended without [DONE]" }),
-			want:     okay{true, true, true, false},
-			contains: []string{"", "", "", "reply 3 is an error"},
+			want:     okay{true, false, true, false},
+			contains: []string{"", "reply 3 has no rate (the reply failed)", "median 277 ms", "reply 3 is an error"},
 		},
 		{
 			name: "a reply of one token has no rate", log: fastLine,

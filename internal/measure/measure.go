@@ -73,10 +73,13 @@ func (r *Reply) FirstTokenMS() (float64, bool) {
 
 // DecodeRate is (tokens - 1) / (last - first) in tokens per second: the first
 // token and the prefill before it are left out, so the figure does not depend
-// on how long the answer is. When there is no rate, why says so.
+// on how long the answer is. A reply that failed part-way has no rate: its
+// stream did not run its course. When there is no rate, why says so.
 func (r *Reply) DecodeRate() (rate float64, why string) {
 	n, _ := r.Tokens()
 	switch {
+	case r.Error != "":
+		return 0, "the reply failed"
 	case r.FirstMS == nil || r.LastMS == nil:
 		return 0, "no content arrived"
 	case n < 2:

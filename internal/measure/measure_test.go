@@ -41,6 +41,7 @@ func TestDecodeRate(t *testing.T) {
 		{"no tokens", Reply{FirstMS: ptr(250.0), LastMS: ptr(250.0), CompletionTokens: ptr(0)}, 0, "0 tokens, too few for a rate"},
 		{"no content", Reply{CompletionTokens: ptr(10)}, 0, "no content arrived"},
 		{"first without last", Reply{FirstMS: ptr(1.0), CompletionTokens: ptr(10)}, 0, "no content arrived"},
+		{"a failed reply", Reply{FirstMS: ptr(250.0), LastMS: ptr(1520.0), CompletionTokens: ptr(128), Error: "stream ended"}, 0, "the reply failed"},
 		{"one chunk", Reply{FirstMS: ptr(250.0), LastMS: ptr(250.0), CompletionTokens: ptr(10)}, 0, "all tokens arrived in one chunk"},
 	}
 	for _, tt := range tests {
