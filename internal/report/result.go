@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -216,10 +217,27 @@ func Read(dir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(replies) > 0 {
-		r.Replies = replies
-	}
+	r.Replies = merge(r.Replies, replies)
 	return &r, nil
+}
+
+// merge overlays the reply files on result.json's replies, by number: the
+// files are the evidence, written as each reply completed, and a run that was
+// cut short may have files that result.json never listed.
+func merge(fromResult, fromFiles []measure.Reply) []measure.Reply {
+	byN := map[int]measure.Reply{}
+	for _, r := range fromResult {
+		byN[r.N] = r
+	}
+	for _, r := range fromFiles {
+		byN[r.N] = r
+	}
+	if len(byN) == 0 {
+		return fromResult
+	}
+	out := slices.Collect(maps.Values(byN))
+	slices.SortFunc(out, func(a, b measure.Reply) int { return a.N - b.N })
+	return out
 }
 
 func readReplies(dir string) ([]measure.Reply, error) {
@@ -246,7 +264,6 @@ func readReplies(dir string) ([]measure.Reply, error) {
 		}
 		out = append(out, rep)
 	}
-	slices.SortFunc(out, func(a, b measure.Reply) int { return a.N - b.N })
 	return out, nil
 }
 

@@ -1,0 +1,266 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func sample() *Result {
+	rep := func(n int, first, last float64, content string) measure.Reply {
+		return measure.Reply{N: n, Prompt: "Explain caches", FirstMS: ptr(first), LastMS: ptr(last), EndMS: last + 1,
+			Chunks: 128, CompletionTokens: ptr(128), Content: content,
+			Server: &measure.ServerTimings{PredictedN: 128, PredictedPerSecond: 90}}
+	}
+	r := &Result{
+		Schema:  Schema,
+		Limits:  judge.Limits{Floor: 60, FirstTokenMS: 600, RateSource: judge.RateClient},
+		Replies: []measure.Reply{rep(1, 250, 1520, "A cache holds lines."), rep(2, 277, 1777, "Caches.")},
+		Warmups: []measure.Reply{{N: 1, Warmup: true}},
+		Run:     RunFacts{Model: "Qwen3-0.6B", Replies: 2, Warmup: 1, MaxTokens: 128, Thinking: "off", Prompts: "built-in", Out: "out"},
+		Serve:   ServeFacts{Argv: []string{"llama-server", "--port", "8080"}, Port: 8080, ReadyPath: "/health", ReadyMS: 3400, Exit: "exited with status 0", Signal: "TERM", StopMS: 120, LogBytes: 2048, LogTail: []string{"loading", "ready"}},
+		Hold:    HoldFacts{Mode: "builtin", Device: "npu", WaitedMS: 1200, HeldMS: 9000},
+	}
+	m, _ := judge.NewRouteMatcher(judge.DefaultFastRoute, judge.DefaultSlowRoute)
+	m.Line([]byte("ready on the private route dx"))
+	r.Route = m.Evidence()
+	r.Judged(judge.Judge(r.Input()))
+	return r
+}
+
+func TestConsole(t *testing.T) {
+	r := sample()
+	var b bytes.Buffer
+	Console(&b, r)
+	want := `route        ok    the serve log names the fast route: "ready on the private route dx" (line 1)
+rate         ok    median 92.3 tok/s (floor 60.0; each: 100.0, 84.7)
+first-token  ok    median 264 ms (limit 600; each: 250, 277)
+content      ok    2 replies, all with content
+RESULT: PASS
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("Console() (-want +got):\n%s", diff)
+	}
+	for verdict, last := range map[string]string{Fail: "RESULT: FAIL\n", Cancelled: "RESULT: FAIL (cancelled)\n"} {
+		r.Verdict = verdict
+		b.Reset()
+		Console(&b, r)
+		if !strings.HasSuffix(b.String(), last) {
+			t.Errorf("Console() of a %s run ends %q, want %q", verdict, b.String()[b.Len()-20:], last)
+		}
+	}
+}
+
+func TestConsoleText(t *testing.T) {
+	tests := map[string]string{
+		"plain words":                       "plain words",
+		"a\n::set-output name=x::y":         `a\n::set-output name=x::y`,
+		"\x1b[2Jclear\r":                    `\x1b[2Jclear\r`,
+		"tab\there":                         `tab\there`,
+		"line\u2028separator":               `line\u2028separator`,
+		"é and 漢字 stay":                     "é and 漢字 stay",
+		string([]byte{'b', 'a', 'd', 0xff}): "bad\uFFFD",
+	}
+	for in, want := range tests {
+		if got := ConsoleText(in); got != want {
+			t.Errorf("ConsoleText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCell(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"plain", 10, "plain"},
+		{"| a | b |", 20, "&#124; a &#124; b &#124;"},
+		{"</table><script>alert(1)</script>", 100, `&lt;/table&gt;&lt;script&gt;alert\(1\)&lt;/script&gt;`},
+		{"@everyone look", 20, "@\u200deveryone look"},
+		{"fixes #123", 20, "fixes &#35;123"},
+		{"`code` and ``` fences", 40, "&#96;code&#96; and &#96;&#96;&#96; fences"},
+		{"[click](http://x)", 40, `\[click\]\(http://x\)`},
+		{"**bold** _it_ ~~s~~ \\", 40, `\*\*bold\*\* \_it\_ \~\~s\~\~ \\`},
+		{"two\nlines\r\tand tab", 40, "two lines  and tab"},
+		{"\x1b[31mred", 20, "\uFFFD\\[31mred"},
+		{"a & b \"q\"", 20, "a &amp; b &quot;q&quot;"},
+		{"abcdef", 3, "abc…"},
+		{"ééééé", 4, "éééé…"},
+	}
+	for _, tt := range tests {
+		if got := Cell(tt.in, tt.n); got != tt.want {
+			t.Errorf("Cell(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	r := sample()
+	md := Markdown(r, MarkdownLimit)
+	for _, want := range []string{
+		"### ✅ npu serve smoke: PASS\n",
+		"Median decode rate **92.3 tok/s** (floor 60.0), median first token **264 ms** (limit 600).",
+		"| route | ✅ ok | the serve log names the fast route: &quot;ready on the private route dx&quot; \\(line 1\\) |",
+		"| 1 | Explain caches | 250 ms | 100.0 tok/s | 128 | 90.0 tok/s | A cache holds lines. |",
+		"| 2 | Explain caches | 277 ms | 84.7 tok/s | 128 | 90.0 tok/s | Caches. |",
+		"Warm-ups (1) are not judged.",
+		"| model | Qwen3-0.6B |",
+		"| hold | builtin on npu: waited 1.2 s, held 9.0 s |",
+		"| serve ready | 3.4 s (/health, port 8080) |",
+		"| serve stop | exited with status 0 (TERM) in 120 ms; 0 swept, 0 survivors |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "<details>") {
+		t.Errorf("Markdown() of a pass shows the log tail")
+	}
+
+	r.Verdict = Fail
+	r.Serve.LogTail = []string{"a ``` fence", "`````five", "\x1b[0m</details>"}
+	md = Markdown(r, MarkdownLimit)
+	if !strings.Contains(md, "### ❌ npu serve smoke: FAIL") || !strings.Contains(md, "<details><summary>serve log: the last 3 lines of 2048 bytes</summary>") {
+		t.Errorf("Markdown() of a failure lacks the verdict or the log tail:\n%s", md)
+	}
+	if !strings.Contains(md, "``````text\na ``` fence\n`````five\n\uFFFD[0m</details>\n``````\n") {
+		t.Errorf("Markdown() log tail is not fenced longer than its longest backtick run:\n%s", md)
+	}
+
+	r.Hold = HoldFacts{Mode: "none"}
+	if md = Markdown(r, MarkdownLimit); !strings.Contains(md, "| hold | none (--hold none): the device was not held |") {
+		t.Errorf("Markdown() does not say the device was not held:\n%s", md)
+	}
+}
+
+func TestMarkdownReplyCells(t *testing.T) {
+	r := sample()
+	r.Replies[0].Error = "HTTP 500: boom"
+	r.Replies[1].Content, r.Replies[1].Reasoning = "", "Okay, so"
+	r.Replies[1].CompletionTokens, r.Replies[1].Server = nil, nil
+	md := Markdown(r, MarkdownLimit)
+	for _, want := range []string{"| error: HTTP 500: boom |", "| ≈128 | — | (reasoning only) Okay, so |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
+	}
+	r.Replies[1].Reasoning = ""
+	if md := Markdown(r, MarkdownLimit); !strings.Contains(md, "| (empty) |") {
+		t.Errorf("Markdown() of an empty reply lacks (empty):\n%s", md)
+	}
+}
+
+func TestMarkdownLimit(t *testing.T) {
+	r := sample()
+	r.Verdict = Fail
+	r.Serve.LogTail = []string{strings.Repeat("x", 900)}
+	full := Markdown(r, MarkdownLimit)
+
+	// Too long with the tail: the tail goes first.
+	noTail := Markdown(r, len(full)-1)
+	if strings.Contains(noTail, "<details>") || len(noTail) > len(full)-1 {
+		t.Errorf("Markdown(limit %d) kept the tail or ran over: %d bytes", len(full)-1, len(noTail))
+	}
+	// Too long even without it: cut at a line with a note, within the limit.
+	for _, limit := range []int{400, 1000} {
+		cut := Markdown(r, limit)
+		if len(cut) > limit || !strings.Contains(cut, "This report was cut to") || !strings.HasPrefix(cut, "### ❌") {
+			t.Errorf("Markdown(limit %d) = %d bytes:\n%s", limit, len(cut), cut)
+		}
+	}
+}
+
+func TestWriteRead(t *testing.T) {
+	dir := t.TempDir()
+	r := sample()
+	r.Run.Started = time.Date(2026, 11, 11, 0, 10, 0, 0, time.UTC)
+	if err := Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r, got); diff != "" {
+		t.Errorf("Read(Write(r)) (-want +got):\n%s", diff)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if string(md) != Markdown(r, MarkdownLimit) {
+		t.Errorf("summary.md is not Markdown(r)")
+	}
+
+	// The reply files are the evidence: they win over result.json's copy.
+	edited := r.Replies[1]
+	edited.Content = "edited"
+	if err := WriteJSON(filepath.Join(dir, ReplyFile(&edited)), &edited); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = Read(dir)
+	if got.Replies[1].Content != "edited" || len(got.Replies) != 2 {
+		t.Errorf("Read() replies = %+v, want reply 2 from reply_2.json", got.Replies)
+	}
+
+	// A reply file whose name and number disagree is refused.
+	os.WriteFile(filepath.Join(dir, "reply_7.json"), []byte(`{"n": 2}`), 0o644)
+	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "reply_7.json holds reply 2") {
+		t.Errorf("Read() with a mislabelled reply = %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "reply_7.json"), []byte(`{`), 0o644)
+	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "not a reply file") {
+		t.Errorf("Read() with a broken reply = %v", err)
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, nil, 0o644)
+	broken := filepath.Join(dir, "broken")
+	os.Mkdir(broken, 0o755)
+	os.WriteFile(filepath.Join(broken, ResultFile), []byte("{"), 0o644)
+	for path, want := range map[string]string{
+		filepath.Join(dir, "missing"): "no such file or directory; pass the out directory of a run",
+		file:                          "is not a directory",
+		dir:                           "holds no result.json",
+		broken:                        "not a result file",
+	} {
+		if _, err := Read(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Read(%s) = %v, want %q", path, err, want)
+		}
+	}
+}
+
+func TestReplyFile(t *testing.T) {
+	if got := ReplyFile(&measure.Reply{N: 3}); got != "reply_3.json" {
+		t.Errorf("ReplyFile(reply 3) = %s", got)
+	}
+	if got := ReplyFile(&measure.Reply{N: 1, Warmup: true}); got != "warmup_1.json" {
+		t.Errorf("ReplyFile(warm-up 1) = %s", got)
+	}
+}
+
+func TestMedianAndRate(t *testing.T) {
+	r := sample()
+	if m, ok := r.Median(r.Rate); !ok || m < 92 || m > 93 {
+		t.Errorf("Median(Rate) = %v, %v", m, ok)
+	}
+	r.Limits.RateSource = judge.RateServer
+	if m, ok := r.Median(r.Rate); !ok || m != 90 {
+		t.Errorf("Median(server Rate) = %v, %v, want 90", m, ok)
+	}
+	r.Replies = nil
+	if _, ok := r.Median(r.Rate); ok {
+		t.Error("Median of no replies is ok")
+	}
+}
