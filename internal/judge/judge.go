@@ -90,22 +90,27 @@ func Judge(in Input) Verdict {
 
 func judgeRoute(ev Evidence) Assertion {
 	a := Assertion{Name: Route}
-	switch {
-	case ev.Slow != nil && ev.Fast != nil:
+	// if, not switch: each condition is then a statement of its own, which
+	// mutation testing can reach.
+	if ev.Slow != nil && ev.Fast != nil {
 		a.Detail = fmt.Sprintf("the serve log names both routes; the slow route wins the doubt: %s (line %d), after %s (line %d)",
 			Quote(ev.Slow.Text, lineQuote), ev.Slow.Line, Quote(ev.Fast.Text, lineQuote), ev.Fast.Line)
-	case ev.Slow != nil:
+		return a
+	}
+	if ev.Slow != nil {
 		a.Detail = fmt.Sprintf("the serve log names the slow route: %s (line %d); this run is on the slow route",
 			Quote(ev.Slow.Text, lineQuote), ev.Slow.Line)
-	case ev.Fast != nil:
+		return a
+	}
+	if ev.Fast != nil {
 		a.OK = true
 		a.Detail = fmt.Sprintf("the serve log names the fast route: %s (line %d)", Quote(ev.Fast.Text, lineQuote), ev.Fast.Line)
-	default:
-		a.Detail = fmt.Sprintf("the serve log names neither route (fast: %s; slow: %s): the evidence has to be there",
-			strings.Join(ev.FastPatterns, ", "), strings.Join(ev.SlowPatterns, ", "))
-		if ev.Lines == 0 {
-			a.Detail += "; the log is empty"
-		}
+		return a
+	}
+	a.Detail = fmt.Sprintf("the serve log names neither route (fast: %s; slow: %s): the evidence has to be there",
+		strings.Join(ev.FastPatterns, ", "), strings.Join(ev.SlowPatterns, ", "))
+	if ev.Lines == 0 {
+		a.Detail += "; the log is empty"
 	}
 	return a
 }

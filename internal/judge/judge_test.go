@@ -76,11 +76,12 @@ func TestJudge(t *testing.T) {
 		limits   Limits
 		want     okay
 		contains []string // each assertion detail, in order, must contain the string ("" skips)
+		exact    []string // each assertion detail, in order, must be the string ("" skips)
 	}{
 		{
 			name: "the measured fast row", log: "start\n" + fastLine + "\n", replies: fastRow,
-			want:     okay{true, true, true, true},
-			contains: []string{`fast route: "` + fastLine + `" (line 2)`, "median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1)", "median 277 ms (limit 600; each: 250, 277, 300)", "3 replies, all with content"},
+			want:  okay{true, true, true, true},
+			exact: []string{`the serve log names the fast route: "` + fastLine + `" (line 2)`, "median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1)", "median 277 ms (limit 600; each: 250, 277, 300)", "3 replies, all with content"},
 		},
 		{
 			name: "the silent fallback at 1.9 tok/s", log: slowLine, replies: slowRow,
@@ -94,8 +95,8 @@ func TestJudge(t *testing.T) {
 		},
 		{
 			name: "an empty log", log: "", replies: fastRow,
-			want:     okay{false, true, true, true},
-			contains: []string{"the log is empty"},
+			want:  okay{false, true, true, true},
+			exact: []string{"the serve log names neither route (fast: on the private route; slow: per-op forward): the evidence has to be there; the log is empty"},
 		},
 		{
 			name: "a log naming both routes: the slow route wins", log: mixedLog, replies: fastRow,
@@ -131,6 +132,17 @@ func TestJudge(t *testing.T) {
 			replies:  withReply(fastRow, 2, func(r *measure.Reply) { r.Content = "a a a a" }),
 			want:     okay{true, true, true, false},
 			contains: []string{"", "", "", `reply 3 is one character repeated`},
+		},
+		{
+			name: "two of one character", log: fastLine,
+			replies:  withReply(fastRow, 0, func(r *measure.Reply) { r.Content = "!!" }),
+			want:     okay{true, true, true, false},
+			contains: []string{"", "", "", `reply 1 is one character repeated: "!!"`},
+		},
+		{
+			name: "one character alone is content (\"4\")", log: fastLine,
+			replies: withReply(fastRow, 0, func(r *measure.Reply) { r.Content = "4" }),
+			want:    okay{true, true, true, true},
 		},
 		{
 			name: "two different characters are content", log: fastLine,
@@ -240,7 +252,8 @@ func TestJudge(t *testing.T) {
 		{
 			name: "tokens counted from chunks are flagged approximate", log: fastLine,
 			replies: withReply(fastRow, 0, func(r *measure.Reply) { r.CompletionTokens = nil; r.Server = nil }),
-			want:    okay{true, true, true, true}, contains: []string{"", "tokens approximate for 1 of 3"},
+			want:    okay{true, true, true, true},
+			exact:   []string{"", "median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1); tokens approximate for 1 of 3: counted chunks, the serve sent no usage"},
 		},
 		{
 			name: "an expect pattern that matches", log: fastLine,
@@ -286,6 +299,11 @@ func TestJudge(t *testing.T) {
 			wantPass := tt.want == okay{true, true, true, true}
 			if v.Pass != wantPass {
 				t.Errorf("Judge().Pass = %v, want %v", v.Pass, wantPass)
+			}
+			for i, s := range tt.exact {
+				if s != "" && v.Assertions[i].Detail != s {
+					t.Errorf("%s detail = %q, want %q", v.Assertions[i].Name, v.Assertions[i].Detail, s)
+				}
 			}
 			for i, s := range tt.contains {
 				if !strings.Contains(v.Assertions[i].Detail, s) {

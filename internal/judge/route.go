@@ -31,7 +31,7 @@ type Evidence struct {
 // MaxLine is how much of one log line is matched and kept; the rest of a
 // longer line is passed over, so memory stays bounded whatever the serve
 // prints.
-const MaxLine = 64 << 10
+const MaxLine = 65536 // 64 KiB
 
 // RouteMatcher finds route evidence in a log fed to it line by line. It holds
 // only the first match of each route, so it can read a log of any size.
@@ -77,9 +77,7 @@ func compileAll(name string, patterns []string) ([]*regexp.Regexp, error) {
 // text.
 func (m *RouteMatcher) Line(text []byte) {
 	m.ev.Lines++
-	if len(text) > MaxLine {
-		text = text[:MaxLine]
-	}
+	text = text[:min(len(text), MaxLine)]
 	if m.ev.Fast == nil {
 		m.ev.Fast = firstMatch(m.fast, m.ev.Lines, text)
 	}

@@ -53,14 +53,15 @@ type ServerTimings struct {
 
 // Tokens is the number of generated tokens and where that number came from.
 func (r *Reply) Tokens() (n int, source string) {
-	switch {
-	case r.CompletionTokens != nil:
+	// Conditions as if statements rather than switch cases throughout this
+	// package: mutation testing reaches each of them.
+	if r.CompletionTokens != nil {
 		return *r.CompletionTokens, SourceUsage
-	case r.Server != nil && r.Server.PredictedN > 0:
-		return r.Server.PredictedN, SourceServer
-	default:
-		return r.Chunks, SourceChunks
 	}
+	if r.Server != nil && r.Server.PredictedN > 0 {
+		return r.Server.PredictedN, SourceServer
+	}
+	return r.Chunks, SourceChunks
 }
 
 // FirstTokenMS is the time from T0 to the first content or reasoning chunk.
@@ -76,19 +77,20 @@ func (r *Reply) FirstTokenMS() (float64, bool) {
 // on how long the answer is. A reply that failed part-way has no rate: its
 // stream did not run its course. When there is no rate, why says so.
 func (r *Reply) DecodeRate() (rate float64, why string) {
-	n, _ := r.Tokens()
-	switch {
-	case r.Error != "":
+	if r.Error != "" {
 		return 0, "the reply failed"
-	case r.FirstMS == nil || r.LastMS == nil:
+	}
+	if r.FirstMS == nil || r.LastMS == nil {
 		return 0, "no content arrived"
-	case n < 2:
+	}
+	if n, _ := r.Tokens(); n < 2 {
 		return 0, plural(n, "token") + ", too few for a rate"
 	}
 	span := *r.LastMS - *r.FirstMS
 	if span <= 0 {
 		return 0, "all tokens arrived in one chunk"
 	}
+	n, _ := r.Tokens()
 	return float64(n-1) / (span / 1000), ""
 }
 

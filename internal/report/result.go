@@ -201,7 +201,7 @@ func Read(dir string) (*Result, error) {
 	}
 	b, err := os.ReadFile(filepath.Join(dir, ResultFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s holds no %s, so it is not the out directory of a finished run; pass the directory a run printed as out:", dir, ResultFile)
+		return nil, fmt.Errorf("%s holds no %s, so it is not the out directory of a finished run; pass the directory named on a run's \"out:\" line", dir, ResultFile)
 	}
 	if err != nil {
 		return nil, err
