@@ -1,0 +1,119 @@
+package gate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+)
+
+// The test binary doubles as the simulated serve.
+func TestMain(m *testing.M) {
+	if os.Getenv("FAKELLM") == "1" {
+		os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	serve.BecomeSubreaper()
+	os.Exit(m.Run())
+}
+
+func plan(t testing.TB, serveArgs ...string) *config.Plan {
+	t.Helper()
+	t.Setenv("FAKELLM", "1")
+	c := config.Default()
+	c.Serve = config.QuoteWords(append([]string{os.Args[0], "--port", "{port}"}, serveArgs...)...)
+	c.Replies, c.Warmup, c.MaxTokens = 3, 1, 8
+	c.Out = filepath.Join(t.TempDir(), "out")
+	p, err := c.Check(func(f string) (string, error) { return f, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRunWritesEveryFile(t *testing.T) {
+	p := plan(t, "--rate", "0", "--first-token-ms", "0")
+	var log strings.Builder
+	res, err := (&Gate{Plan: p, Log: &log, Tool: "test"}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Pass() || len(res.Replies) != 3 || len(res.Warmups) != 1 || res.Serve.Survivors != 0 || res.Run.Tool != "test" {
+		t.Errorf("Run() = verdict %s, %d replies, %d warm-ups, %d survivors", res.Verdict, len(res.Replies), len(res.Warmups), res.Serve.Survivors)
+	}
+	got, err := report.Read(p.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Verdict != res.Verdict || len(got.Replies) != 3 || got.Hold.Mode != "none" {
+		t.Errorf("Read(out) = %+v", got)
+	}
+	for _, f := range []string{"serve.log", "result.json", "summary.md", "warmup_1.json", "reply_1.json", "reply_3.json"} {
+		if _, err := os.Stat(filepath.Join(p.Out, f)); err != nil {
+			t.Errorf("out/%s: %v", f, err)
+		}
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	p := plan(t, "--stall", "1")
+	ctx, cancel := context.WithCancel(context.Background())
+	var log lineWatcher
+	log.on = func(line string) {
+		if strings.HasPrefix(line, "serve: ready") {
+			cancel()
+		}
+	}
+	res, err := (&Gate{Plan: p, Log: &log}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != report.Cancelled || res.Serve.Survivors != 0 {
+		t.Errorf("Run() cancelled = verdict %s, %d survivors, want cancelled and 0", res.Verdict, res.Serve.Survivors)
+	}
+	if got, err := report.Read(p.Out); err != nil || got.Verdict != report.Cancelled {
+		t.Errorf("result.json after a cancel: %v, %v", got, err)
+	}
+}
+
+type lineWatcher struct{ on func(string) }
+
+func (w *lineWatcher) Write(b []byte) (int, error) {
+	w.on(string(b))
+	return len(b), nil
+}
+
+// BenchmarkGateOverhead is the gate's own cost per run against a simulated
+// serve that answers at once: the wall time of Run minus the time inside
+// requests, and of that what is not the serve's own start (ready) or stop.
+func BenchmarkGateOverhead(b *testing.B) {
+	var overhead, gateOnly, ready, stop float64
+	for b.Loop() {
+		b.StopTimer()
+		p := plan(b, "--rate", "0", "--first-token-ms", "0")
+		b.StartTimer()
+		res, err := (&Gate{Plan: p}).Run(context.Background())
+		if err != nil || !res.Pass() {
+			b.Fatalf("Run() = %v, %v", res, err)
+		}
+		wall := float64(res.Run.Finished.Sub(res.Run.Started).Microseconds()) / 1000
+		inRequests := 0.0
+		for _, r := range append(res.Warmups, res.Replies...) {
+			inRequests += r.EndMS
+		}
+		overhead += wall - inRequests
+		gateOnly += wall - inRequests - res.Serve.ReadyMS - res.Serve.StopMS
+		ready += res.Serve.ReadyMS
+		stop += res.Serve.StopMS
+	}
+	n := float64(b.N)
+	b.ReportMetric(overhead/n, "overhead-ms/run")
+	b.ReportMetric(ready/n, "serve-start-ms/run")
+	b.ReportMetric(stop/n, "serve-stop-ms/run")
+	b.ReportMetric(gateOnly/n, "gate-only-ms/run")
+}
