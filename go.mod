@@ -10,6 +10,11 @@ require (
 require github.com/sethvargo/go-githubactions v1.3.2
 
 require (
+	github.com/google/go-github/v60 v60.0.0
+	github.com/google/go-querystring v1.1.0 // indirect
+)
+
+require (
 	github.com/rogpeppe/go-internal v1.16.0
 	golang.org/x/tools v0.26.0 // indirect
 )

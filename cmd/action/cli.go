@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/sethvargo/go-githubactions"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/gate"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
 )
@@ -36,6 +38,7 @@ const usage = `usage:
   npu-serve-smoke judge DIR [flags]     re-judge a finished run's out directory; flags override its limits
   npu-serve-smoke demo [--route fast|slow] [--out DIR]
                                         the gate against the built-in simulated serve
+  npu-serve-smoke publish DIR [flags]   post a finished run to GitHub (a workflow_run job, for fork PRs)
 
 Run 'npu-serve-smoke run -h' for the gate's flags.
 Exit status: 0 PASS, 1 FAIL, 2 bad input (nothing was started).
@@ -60,6 +63,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return e.judge(args[1:])
 	case "demo":
 		return e.demo(ctx, args[1:])
+	case "publish":
+		return e.publishRun(ctx, args[1:])
 	case "fakellm": // the simulated serve, started by demo
 		return fakellm.Command(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -88,21 +93,31 @@ func (e *env) run(ctx context.Context, args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke run: unexpected argument %q; the serve's command line goes in --serve '...'\n", fs.Arg(0))
 		return exitUsage
 	}
-	if len(args) == 0 && e.getenv("GITHUB_ACTIONS") == "true" {
-		a := githubactions.New(githubactions.WithGetenv(e.getenv), githubactions.WithWriter(e.stdout))
-		if err := fromInputs(fs, a); err != nil {
-			fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input:\n%s\n", err)
-			return exitUsage
+	var a *githubactions.Action
+	if e.getenv("GITHUB_ACTIONS") == "true" {
+		a = githubactions.New(githubactions.WithGetenv(e.getenv), githubactions.WithWriter(e.stdout))
+		if len(args) == 0 {
+			if err := fromInputs(fs, a); err != nil {
+				fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input:\n%s\n", indent(err.Error()))
+				return exitUsage
+			}
 		}
 	}
-	return e.gate(ctx, c)
+	return e.gate(ctx, c, a)
 }
 
-// gate checks c and runs the gate once.
-func (e *env) gate(ctx context.Context, c config.Config) int {
+// gate checks c and runs the gate once. Inside GitHub Actions (a is not nil)
+// it also reports to the job, the check run and the pull request.
+func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action) int {
+	if a != nil && c.GitHubToken != "" {
+		a.AddMask(c.GitHubToken)
+	}
 	plan, err := c.Check(exec.LookPath)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
+		if a != nil {
+			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("%s", err)
+		}
 		return exitUsage
 	}
 	if err := serve.BecomeSubreaper(); err != nil {
@@ -113,21 +128,150 @@ func (e *env) gate(ctx context.Context, c config.Config) int {
 		tmp = os.TempDir()
 	}
 	g := &gate.Gate{Plan: plan, Log: e.stderr, TempDir: tmp, Tool: version()}
+	var pub *publish.Publisher
+	if a != nil {
+		var gc *publish.Context
+		gc, pub = e.publisher(a, plan.GitHubToken, plan.CheckName, plan.Comment == "on-pr", plan.PRNumber)
+		if gc != nil {
+			g.GitHub = gc.Facts()
+		}
+	}
+	if pub != nil {
+		pub.Start(ctx, time.Now())
+	}
+
+	resume := func() {}
+	if a != nil {
+		// From here on the console carries the serve's text.
+		resume = publish.StopCommands(a)
+	}
 	res, err := g.Run(ctx)
 	if err != nil {
+		resume()
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: nothing was started: %v\n", err)
+		if a != nil {
+			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: not started"}).Errorf("%s", err)
+		}
+		if pub != nil {
+			pctx, cancel := publish.Timeout(ctx)
+			pub.Abort(pctx, err.Error())
+			cancel()
+		}
 		var se *gate.SetupError
 		if errors.As(err, &se) {
-			fmt.Fprintf(e.stderr, "npu-serve-smoke: nothing was started: %v\n", err)
 			return exitUsage
 		}
-		fmt.Fprintf(e.stderr, "npu-serve-smoke: %v\n", err)
 		return exitFail
 	}
 	e.print(res)
+	resume()
+	if a != nil {
+		var checkID int64
+		if pub != nil {
+			pctx, cancel := publish.Timeout(ctx)
+			checkID = pub.Finish(pctx, res, report.Markdown(res, publish.CheckTextLimit))
+			cancel()
+		}
+		publish.Step(a, e.getenv, res, checkID)
+	}
 	if res.Pass() {
 		return exitPass
 	}
 	return exitFail
+}
+
+// publisher is the GitHub side of a run in Actions: nil when there is no
+// token or no readable context, said in a notice.
+func (e *env) publisher(a *githubactions.Action, token, checkName string, comment bool, pr int) (*publish.Context, *publish.Publisher) {
+	gc, err := publish.FromEnv(e.getenv)
+	if err != nil {
+		a.Warningf("the GitHub context cannot be read (%v); the check run and the PR comment are skipped", err)
+		return nil, nil
+	}
+	if pr != 0 {
+		gc.PR = pr
+	}
+	if token == "" {
+		a.Noticef("no github-token: the check run and the PR comment are skipped; pass github-token: ${{ github.token }} with checks: write and pull-requests: write")
+		return gc, nil
+	}
+	client, err := publish.NewClient(gc, token, publish.DefaultRetry(), nil)
+	if err != nil {
+		a.Warningf("%v; the check run and the PR comment are skipped", err)
+		return gc, nil
+	}
+	return gc, &publish.Publisher{
+		Client: client, Ctx: gc, CheckName: checkName, Comment: comment,
+		Notice: func(format string, args ...any) { a.Noticef(format, args...) },
+	}
+}
+
+// publishRun posts a finished run: the fork pull request pattern, where the
+// job that measured has no token that can write and a workflow_run job
+// posts for it.
+func (e *env) publishRun(ctx context.Context, args []string) int {
+	fs := e.flagSet("publish")
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: npu-serve-smoke publish DIR [flags]\n\nPosts the run in DIR as a check run and a sticky PR comment, from inside GitHub Actions.\n\n")
+		fs.PrintDefaults()
+	}
+	checkName := fs.String("check-name", "", "the check run's name (default: the run's own)")
+	comment := fs.String("comment", "on-pr", "on-pr or never")
+	pr := fs.Int("pr-number", 0, "the pull request (default: the event's, else the run's own, checked against its head)")
+	token := fs.String("github-token", e.getenv("GITHUB_TOKEN"), "token (default: $GITHUB_TOKEN; never printed)")
+	var dir string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		dir, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if dir == "" && fs.NArg() == 1 {
+		dir = fs.Arg(0)
+	}
+	if dir == "" || (*comment != "on-pr" && *comment != "never") {
+		fs.Usage()
+		return exitUsage
+	}
+	if e.getenv("GITHUB_ACTIONS") != "true" {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: not inside GitHub Actions (GITHUB_ACTIONS is not true); run it in a workflow job\n")
+		return exitUsage
+	}
+	a := githubactions.New(githubactions.WithGetenv(e.getenv), githubactions.WithWriter(e.stdout))
+	if *token != "" {
+		a.AddMask(*token)
+	}
+	res, err := report.Read(dir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: %v\n", err)
+		return exitUsage
+	}
+	name := *checkName
+	if name == "" {
+		name = res.Run.CheckName
+	}
+	if name == "" {
+		name = config.Default().CheckName
+	}
+	gc, pub := e.publisher(a, *token, name, *comment == "on-pr", *pr)
+	if pub == nil {
+		return exitFail
+	}
+	if gc.SHA == "" && res.GitHub != nil {
+		gc.SHA = res.GitHub.SHA
+	}
+	if gc.PR == 0 && res.GitHub != nil && res.GitHub.PR != 0 {
+		// The run's own pull request: believed only when its head is the
+		// commit this event reports on.
+		gc.PR = res.GitHub.PR
+		if err := pub.CheckPR(ctx); err != nil {
+			a.Noticef("no PR comment: %v", err)
+			gc.PR = 0
+		}
+	}
+	checkID := pub.Finish(ctx, res, report.Markdown(res, publish.CheckTextLimit))
+	publish.Step(a, e.getenv, res, checkID)
+	return exitPass
 }
 
 // print writes the verdict, and what a person needs to see when there were no
@@ -251,7 +395,7 @@ func (e *env) demo(ctx context.Context, args []string) int {
 	c.Replies, c.Warmup, c.MaxTokens = 3, 1, 16
 	c.Out = *out
 	fmt.Fprintf(e.stderr, "demo: the gate against the simulated serve on the %s route\n", *route)
-	return e.gate(ctx, c)
+	return e.gate(ctx, c, nil)
 }
 
 func indent(s string) string {

@@ -57,7 +57,8 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Device, "device", c.Device, "the device whose ticket to hold")
 	fs.StringVar(&c.CheckName, "check-name", c.CheckName, "the check run's name (what a required status check matches)")
 	fs.StringVar(&c.Comment, "comment", c.Comment, "on-pr (a sticky PR comment) or never")
-	fs.StringVar(&c.GitHubToken, "github-token", c.GitHubToken, "token for the check run and the comment")
+	fs.IntVar(&c.PRNumber, "pr-number", c.PRNumber, "pull request to comment on when the event is not one (a push)")
+	fs.StringVar(&c.GitHubToken, "github-token", c.GitHubToken, "token for the check run and the comment (never printed)")
 }
 
 // fromInputs sets every flag of fs that has an action input (INPUT_NAME):

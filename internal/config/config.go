@@ -41,6 +41,7 @@ type Config struct {
 	Device         string
 	CheckName      string
 	Comment        string
+	PRNumber       int // the pull request to comment on from a push; 0: the event's
 	GitHubToken    string
 }
 
@@ -187,6 +188,9 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	}
 	if c.Comment != "on-pr" && c.Comment != "never" {
 		bad("--comment %q: pass on-pr or never", c.Comment)
+	}
+	if c.PRNumber < 0 {
+		bad("--pr-number %d: pass a pull request number, or 0 for the event's own", c.PRNumber)
 	}
 
 	// The out directory last: only a good configuration creates it.

@@ -89,7 +89,8 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 		Limits: p.Limits(),
 		Run: report.RunFacts{
 			Started: time.Now(), Model: p.Model, Replies: p.Replies, Warmup: p.Warmup,
-			MaxTokens: p.MaxTokens, Thinking: p.Thinking, Prompts: orBuiltin(p.Config.Prompts), Out: out, Tool: g.Tool,
+			MaxTokens: p.MaxTokens, Thinking: p.Thinking, Prompts: orBuiltin(p.Config.Prompts), Out: out,
+			CheckName: p.CheckName, Tool: g.Tool,
 		},
 		Serve:  report.ServeFacts{Argv: fill(p.Argv, port), Port: port},
 		Hold:   report.HoldFacts{Mode: p.Hold, Device: p.Device},

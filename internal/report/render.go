@@ -70,12 +70,17 @@ func Markdown(r *Result, limit int) string {
 	if len(md) <= limit {
 		return md
 	}
-	md = markdown(r, false)
+	return Cut(markdown(r, false), limit)
+}
+
+// Cut cuts Markdown to at most limit bytes, at a line break, with a visible
+// note saying so.
+func Cut(md string, limit int) string {
 	if len(md) <= limit {
 		return md
 	}
 	note := fmt.Sprintf("\n\n_This report was cut to %d characters; out/%s has all of it._\n", limit, ResultFile)
-	cut := md[:limit-len(note)]
+	cut := md[:max(0, limit-len(note))]
 	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
 		cut = cut[:i]
 	}

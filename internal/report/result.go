@@ -64,6 +64,7 @@ type RunFacts struct {
 	Thinking  string    `json:"thinking"`
 	Prompts   string    `json:"prompts"` // "built-in" or the file
 	Out       string    `json:"out"`
+	CheckName string    `json:"check_name"`
 	Tool      string    `json:"tool"` // the gate's version
 }
 

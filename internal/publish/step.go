@@ -1,0 +1,84 @@
+package publish
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/sethvargo/go-githubactions"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+)
+
+// StepSummaryLimit keeps the job summary under GitHub's 1 MiB a step.
+const StepSummaryLimit = 1000 << 10
+
+// Step reports a run to the job it runs in: the job summary, the step
+// outputs and one error annotation per failed assertion. The environment
+// files are only written when the runner provides them.
+func Step(a *githubactions.Action, getenv func(string) string, res *report.Result, checkID int64) {
+	if getenv("GITHUB_STEP_SUMMARY") != "" {
+		a.AddStepSummary(report.Markdown(res, StepSummaryLimit))
+	}
+	if getenv("GITHUB_OUTPUT") != "" {
+		for k, v := range Outputs(res, checkID) {
+			a.SetOutput(k, v)
+		}
+	}
+	for _, as := range res.Assertions {
+		if !as.OK {
+			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: " + as.Name}).Errorf("%s", as.Detail)
+		}
+	}
+}
+
+// Outputs are the step outputs of a run.
+func Outputs(res *report.Result, checkID int64) map[string]string {
+	out := map[string]string{
+		"result":         "fail",
+		"rate":           "",
+		"first-token-ms": "",
+		"route":          RouteName(res.Route),
+		"result-json":    filepath.Join(res.Run.Out, report.ResultFile),
+		"summary-md":     filepath.Join(res.Run.Out, report.SummaryFile),
+		"check-run-id":   "",
+	}
+	if res.Pass() {
+		out["result"] = "pass"
+	}
+	if m, ok := res.Median(res.Rate); ok {
+		out["rate"] = fmt.Sprintf("%.1f", m)
+	}
+	if m, ok := res.Median((*measure.Reply).FirstTokenMS); ok {
+		out["first-token-ms"] = fmt.Sprintf("%.0f", m)
+	}
+	if checkID != 0 {
+		out["check-run-id"] = fmt.Sprint(checkID)
+	}
+	return out
+}
+
+// StopCommands makes the runner stop reading workflow commands, so that
+// text from the serve echoed to the console cannot issue any, until the
+// returned function is called. The token is random, so the serve cannot
+// guess it to resume them.
+func StopCommands(a *githubactions.Action) (resume func()) {
+	b := make([]byte, 16)
+	rand.Read(b)
+	token := "npu-serve-smoke-" + hex.EncodeToString(b)
+	a.IssueCommand(&githubactions.Command{Name: "stop-commands", Message: token})
+	return func() { a.IssueCommand(&githubactions.Command{Name: token}) }
+}
+
+// Timeout bounds the posts after a cancel: the runner kills the job 7.5 s
+// after its SIGINT.
+func Timeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() != nil {
+		return context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	}
+	return context.WithTimeout(ctx, 5*time.Minute)
+}
