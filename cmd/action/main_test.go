@@ -3,14 +3,20 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"net"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
 )
 
@@ -28,8 +34,12 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":  exits,
-			"listen": listen,
+			"exits":         exits,
+			"listen":        listen,
+			"fakegithub":    fakeGitHub,
+			"githublog":     githubLog,
+			"githubcomment": githubComment,
+			"setenvfile":    setEnvFile,
 		},
 	})
 }
@@ -68,4 +78,82 @@ func listen(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Defer(func() { ln.Close() })
 	ts.Setenv(args[0], strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+}
+
+// fakeGitHubs holds each script's fake GitHub API.
+var fakeGitHubs sync.Map // *testscript.TestScript: *fakegithub.Server
+
+// fakeGitHub [-pr N -head SHA] [-comments N] [-fail METHOD:PATH-RE:STATUS:TIMES[:RETRY-AFTER]]...
+// starts a fake GitHub API for the rest of the script, accepting the token
+// ghs_fake, and points GITHUB_API_URL at it.
+func fakeGitHub(ts *testscript.TestScript, neg bool, args []string) {
+	fs := flag.NewFlagSet("fakegithub", flag.ContinueOnError)
+	pr := fs.Int("pr", 0, "a pull request that exists")
+	head := fs.String("head", "", "its head commit")
+	comments := fs.Int("comments", 0, "comments by others on it")
+	var fails []string
+	fs.Func("fail", "a fault", func(s string) error { fails = append(fails, s); return nil })
+	if neg || fs.Parse(args) != nil {
+		ts.Fatalf("usage: fakegithub [-pr N -head SHA] [-comments N] [-fail METHOD:PATH-RE:STATUS:TIMES[:RETRY-AFTER]]")
+	}
+	gh := fakegithub.New("ghs_fake")
+	if *pr != 0 {
+		gh.SetPull(*pr, *head)
+		gh.AddComments(*pr, *comments, func(i int) string { return "a comment " + strconv.Itoa(i) })
+	}
+	for _, f := range fails {
+		p := strings.Split(f, ":")
+		if len(p) < 4 {
+			ts.Fatalf("fakegithub -fail %q: want METHOD:PATH-RE:STATUS:TIMES[:RETRY-AFTER]", f)
+		}
+		status, _ := strconv.Atoi(p[2])
+		times, _ := strconv.Atoi(p[3])
+		fault := fakegithub.Fault{Method: p[0], Path: regexp.MustCompile(p[1]), Status: status, Times: times}
+		if len(p) > 4 {
+			fault.Header = map[string]string{"Retry-After": p[4]}
+		}
+		gh.Fail(fault)
+	}
+	srv := httptest.NewServer(gh)
+	ts.Defer(srv.Close)
+	ts.Setenv("GITHUB_API_URL", srv.URL)
+	fakeGitHubs.Store(ts, gh)
+}
+
+func fakeOf(ts *testscript.TestScript) *fakegithub.Server {
+	gh, ok := fakeGitHubs.Load(ts)
+	if !ok {
+		ts.Fatalf("no fakegithub in this script")
+	}
+	return gh.(*fakegithub.Server)
+}
+
+// githublog FILE writes the fake's calls so far to FILE, one a line.
+func githubLog(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: githublog FILE")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(fakeOf(ts).Log()), 0o644))
+}
+
+// githubcomment PR FILE writes the bodies of PR's comments to FILE.
+func githubComment(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: githubcomment PR FILE")
+	}
+	pr, _ := strconv.Atoi(args[0])
+	var b strings.Builder
+	for _, c := range fakeOf(ts).Comments(pr) {
+		b.WriteString(c.Body + "\n")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(b.String()), 0o644))
+}
+
+// setenvfile NAME FILE sets NAME to FILE's content (which may hold line
+// breaks, as a multi-line action input does).
+func setEnvFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: setenvfile NAME FILE")
+	}
+	ts.Setenv(args[0], ts.ReadFile(args[1]))
 }

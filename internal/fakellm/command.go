@@ -55,6 +55,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&opt.ExitMidStream, "exit-mid-stream", 0, "the serve exits during request N")
 	fs.IntVar(&opt.Stall, "stall", 0, "request N stops sending after three tokens")
 	fs.StringVar(&opt.Content, "content", "", "answer this text instead of generated words")
+	fs.StringVar(&opt.Say, "say", "", "print this text to the log at start")
 	fs.BoolVar(&opt.NoUsage, "no-usage", false, "never send usage")
 	fs.BoolVar(&opt.NoTimings, "no-timings", false, "never send timings")
 	fs.BoolVar(&opt.NeverReady, "never-ready", false, "health answers 503 forever")

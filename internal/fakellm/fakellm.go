@@ -53,6 +53,7 @@ type Options struct {
 	ExitMidStream int // this request exits the serve after a few tokens
 	Stall         int // this request stops sending after a few tokens
 	Content       string
+	Say           string // printed to the log at start, as it is
 
 	NoUsage   bool // never send usage
 	NoTimings bool // never send llama.cpp timings
@@ -96,6 +97,9 @@ func New(opt Options) *Server {
 	}
 	s := &Server{opt: opt, start: time.Now()}
 	s.logf("loading model %s", opt.Model)
+	if opt.Say != "" {
+		fmt.Fprintln(opt.Log, opt.Say)
+	}
 	switch opt.Route {
 	case RouteFast, RouteBoth:
 		s.logf("%s ready on the private route dx (4 of 4 roles have a 16-row decode kernel)", opt.Model)
