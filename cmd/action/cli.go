@@ -95,7 +95,7 @@ func (e *env) run(ctx context.Context, args []string) int {
 	}
 	var a *githubactions.Action
 	if e.getenv("GITHUB_ACTIONS") == "true" {
-		a = githubactions.New(githubactions.WithGetenv(e.getenv), githubactions.WithWriter(e.stdout))
+		a = newAction(e.getenv, e.stdout)
 		if len(args) == 0 {
 			if err := fromInputs(fs, a); err != nil {
 				fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input:\n%s\n", indent(err.Error()))
@@ -237,7 +237,7 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: not inside GitHub Actions (GITHUB_ACTIONS is not true); run it in a workflow job\n")
 		return exitUsage
 	}
-	a := githubactions.New(githubactions.WithGetenv(e.getenv), githubactions.WithWriter(e.stdout))
+	a := newAction(e.getenv, e.stdout)
 	if *token != "" {
 		a.AddMask(*token)
 	}
@@ -396,6 +396,11 @@ func (e *env) demo(ctx context.Context, args []string) int {
 	c.Out = *out
 	fmt.Fprintf(e.stderr, "demo: the gate against the simulated serve on the %s route\n", *route)
 	return e.gate(ctx, c, nil)
+}
+
+// newAction is the Actions environment of a command.
+func newAction(getenv func(string) string, w io.Writer) *githubactions.Action {
+	return githubactions.New(githubactions.WithGetenv(getenv), githubactions.WithWriter(w))
 }
 
 func indent(s string) string {

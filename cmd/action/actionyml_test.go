@@ -1,0 +1,95 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+)
+
+// action.yml and the flags must agree: every flag of the gate is an input of
+// the same name, mapped to INPUT_<NAME> in the step that runs the gate
+// (composite steps get no INPUT_* by themselves).
+func TestActionYMLMatchesFlags(t *testing.T) {
+	b, err := os.ReadFile("../../action.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	inputsBlock := text[strings.Index(text, "\ninputs:\n"):strings.Index(text, "\noutputs:\n")]
+	var inputs []string
+	for _, m := range regexp.MustCompile(`(?m)^  ([a-z0-9-]+):$`).FindAllStringSubmatch(inputsBlock, -1) {
+		inputs = append(inputs, m[1])
+	}
+	var mapped []string
+	for _, m := range regexp.MustCompile(`(?m)^        INPUT_([A-Z0-9-]+): \$\{\{ inputs\.([a-z0-9-]+) \}\}$`).FindAllStringSubmatch(text, -1) {
+		if strings.ToLower(m[1]) != m[2] {
+			t.Errorf("INPUT_%s is mapped from inputs.%s", m[1], m[2])
+		}
+		mapped = append(mapped, m[2])
+	}
+	c := config.Default()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	runFlags(fs, &c)
+	var flags []string
+	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
+
+	slices.Sort(inputs)
+	slices.Sort(mapped)
+	if diff := cmp.Diff(flags, inputs); diff != "" {
+		t.Errorf("action.yml inputs (-flags +inputs):\n%s", diff)
+	}
+	if diff := cmp.Diff(flags, mapped); diff != "" {
+		t.Errorf("INPUT_* mapped in the gate step (-flags +mapped):\n%s", diff)
+	}
+	if !strings.Contains(text, `run: exec "$NPU_SERVE_SMOKE" run`) {
+		t.Error("the gate step does not exec the binary: bash would swallow the runner's cancel signals")
+	}
+	for _, out := range []string{"result", "rate", "first-token-ms", "route", "result-json", "summary-md", "check-run-id"} {
+		if !strings.Contains(text, "value: ${{ steps.gate.outputs."+out+" }}") {
+			t.Errorf("output %s is not mapped from the gate step", out)
+		}
+	}
+}
+
+func TestFromInputs(t *testing.T) {
+	env := map[string]string{
+		"INPUT_SERVE":          "llama-server --port {port}",
+		"INPUT_FIRST-TOKEN-MS": "450",
+		"INPUT_FAST-ROUTE":     "one\n\n  two  \n",
+		"INPUT_REPLIES":        "",
+		"INPUT_PR-NUMBER":      "12",
+	}
+	c := config.Default()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	runFlags(fs, &c)
+	a := newAction(func(k string) string { return env[k] }, io.Discard)
+	if err := fromInputs(fs, a); err != nil {
+		t.Fatal(err)
+	}
+	if c.Serve != "llama-server --port {port}" || c.FirstTokenMS != 450 || c.Replies != 5 || c.PRNumber != 12 {
+		t.Errorf("fromInputs() config = serve %q, first-token %v, replies %d, pr %d", c.Serve, c.FirstTokenMS, c.Replies, c.PRNumber)
+	}
+	if diff := cmp.Diff([]string{"one", "two"}, c.FastRoute); diff != "" {
+		t.Errorf("fast-route from a multi-line input (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"per-op forward"}, c.SlowRoute); diff != "" {
+		t.Errorf("slow-route without an input keeps its default (-want +got):\n%s", diff)
+	}
+
+	env = map[string]string{"INPUT_FLOOR": "fast", "INPUT_REPLIES": "many"}
+	c = config.Default()
+	fs = flag.NewFlagSet("run", flag.ContinueOnError)
+	runFlags(fs, &c)
+	err := fromInputs(fs, newAction(func(k string) string { return env[k] }, io.Discard))
+	if err == nil || !strings.Contains(err.Error(), "input floor") || !strings.Contains(err.Error(), "input replies") {
+		t.Errorf("fromInputs() with bad numbers = %v, want both named", err)
+	}
+}
