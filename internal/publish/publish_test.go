@@ -566,3 +566,13 @@ func TestRetryRateLimitReset(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestCancelledConclusion(t *testing.T) {
+	h := newHarness(t, Context{SHA: headSHA, Event: "push"})
+	res := result(t, true)
+	res.Verdict = report.Cancelled
+	h.run(t, false, res)
+	if cr := h.gh.CheckRuns()[0]; cr["conclusion"] != "cancelled" || cr["status"] != "completed" {
+		t.Errorf("check run of a cancelled run = %v %v, want completed cancelled", cr["status"], cr["conclusion"])
+	}
+}
