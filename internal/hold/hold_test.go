@@ -1,0 +1,388 @@
+package hold
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as a contender (HOLD_CONTENDER=id): it takes the
+// device, records when it held it, keeps it HOLD_FOR, releases it and exits.
+// With HOLD_CHILD=1 it starts `sleep 600` holding the ticket's descriptors
+// and prints its pid, then waits to be killed.
+func TestMain(m *testing.M) {
+	if id := os.Getenv("HOLD_CONTENDER"); id != "" {
+		os.Exit(contender(id))
+	}
+	os.Exit(m.Run())
+}
+
+func contender(id string) int {
+	d := &Device{Dir: os.Getenv("HOLD_DIR"), Name: "npu", Command: "contender " + id, TokenFile: os.Getenv("HOLD_TOKEN")}
+	ctx := context.Background()
+	if w, err := time.ParseDuration(os.Getenv("HOLD_WAIT")); err == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w)
+		defer cancel()
+	}
+	t, err := d.Acquire(ctx)
+	if err != nil {
+		fmt.Println("error:", err)
+		return 3
+	}
+	record(id, "start")
+	if os.Getenv("HOLD_CHILD") == "1" {
+		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "600"}, &os.ProcAttr{Files: append([]*os.File{nil, nil, nil}, t.Files()...)})
+		if err != nil {
+			fmt.Println("error:", err)
+			return 3
+		}
+		fmt.Println("child", p.Pid)
+		select {}
+	}
+	hold, _ := time.ParseDuration(os.Getenv("HOLD_FOR"))
+	time.Sleep(hold)
+	record(id, "end")
+	if err := t.Release(); err != nil {
+		fmt.Println("error:", err)
+		return 3
+	}
+	return 0
+}
+
+func record(id, what string) {
+	f, err := os.OpenFile(os.Getenv("HOLD_RECORD"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Fprintf(f, "%s %s %d\n", id, what, time.Now().UnixNano())
+	f.Close()
+}
+
+type env struct {
+	dir, record, token string
+}
+
+func newEnv(t *testing.T) env {
+	d := t.TempDir()
+	return env{dir: filepath.Join(d, "locks"), record: filepath.Join(d, "record"), token: filepath.Join(d, "NPU-TOKEN")}
+}
+
+func (e env) start(t *testing.T, id string, extra ...string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "HOLD_CONTENDER="+id, "HOLD_DIR="+e.dir, "HOLD_RECORD="+e.record, "HOLD_TOKEN="+e.token)
+	cmd.Env = append(cmd.Env, extra...)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, bufio.NewReader(out)
+}
+
+func (e env) device() *Device { return &Device{Dir: e.dir, Name: "npu"} }
+
+// eventually waits up to a minute for cond: processes on a loaded machine
+// take their time, and the test asserts order, never speed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("after a minute: %s", what)
+}
+
+type event struct {
+	id   string
+	what string
+	at   int64
+}
+
+func events(t *testing.T, path string) []event {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []event
+	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		at, _ := strconv.ParseInt(f[2], 10, 64)
+		out = append(out, event{f[0], f[1], at})
+	}
+	return out
+}
+
+func TestFirstComeFirstServed(t *testing.T) {
+	e := newEnv(t)
+	var cmds []*exec.Cmd
+	for i := range 10 {
+		cmd, _ := e.start(t, strconv.Itoa(i), "HOLD_FOR=30ms")
+		cmds = append(cmds, cmd)
+		// The next starts once this one has its ticket: one after another.
+		eventually(t, fmt.Sprintf("contender %d in the queue", i), func() bool {
+			st, err := e.device().Status()
+			if err != nil {
+				return false
+			}
+			n := len(st.Queue)
+			if st.Holder != nil {
+				n++
+			}
+			ended := 0
+			if b, err := os.ReadFile(e.record); err == nil {
+				ended = strings.Count(string(b), " end ")
+			}
+			return n+ended >= i+1
+		})
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("contender %d: %v", i, err)
+		}
+	}
+	evs := events(t, e.record)
+	if len(evs) != 20 {
+		t.Fatalf("%d events, want 20: %v", len(evs), evs)
+	}
+	for i := range 10 {
+		s, en := evs[2*i], evs[2*i+1]
+		if s.id != strconv.Itoa(i) || s.what != "start" || en.id != s.id || en.what != "end" {
+			t.Errorf("events %d, %d = %v, %v; want contender %d's start then end: the order of arrival, one at a time", 2*i, 2*i+1, s, en, i)
+		}
+		if i > 0 && s.at < evs[2*i-1].at {
+			t.Errorf("contender %d started before contender %d ended: two held at once", i, i-1)
+		}
+	}
+	if _, err := os.Stat(e.token); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the token file is left after every release: %v", err)
+	}
+}
+
+func TestHolderKilledHandsOver(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.start(t, "a", "HOLD_FOR=10m")
+	eventually(t, "a holds", func() bool { return strings.Contains(readFile(e.record), "a start") })
+	// The token file holds the holder's facts.
+	var facts Facts
+	if err := json.Unmarshal([]byte(readFile(e.token)), &facts); err != nil || facts.PID != a.Process.Pid || facts.Command != "contender a" || facts.Since.IsZero() {
+		t.Errorf("token file = %q (%v), want a's facts", readFile(e.token), err)
+	}
+	b, _ := e.start(t, "b", "HOLD_FOR=0s")
+	eventually(t, "b waits", func() bool {
+		st, _ := e.device().Status()
+		return st != nil && len(st.Queue) == 1 && st.Queue[0].Command == "contender b"
+	})
+	st, _ := e.device().Status()
+	if !st.Held || st.Holder == nil || st.Holder.PID != a.Process.Pid || !slices.Contains(st.Lockers, a.Process.Pid) {
+		t.Errorf("Status() = %+v, want a holding and b queued", st)
+	}
+	a.Process.Signal(syscall.SIGKILL)
+	a.Wait()
+	if err := b.Wait(); err != nil {
+		t.Errorf("b after a was killed: %v", err)
+	}
+	if !strings.Contains(readFile(e.record), "b start") {
+		t.Errorf("b never held the device after its holder died:\n%s", readFile(e.record))
+	}
+	st, _ = e.device().Status()
+	if st.Held || st.Holder != nil || len(st.Queue) != 0 {
+		t.Errorf("Status() after all = %+v, want free", st)
+	}
+}
+
+func TestWaiterTimesOut(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.start(t, "a", "HOLD_FOR=10m")
+	eventually(t, "a holds", func() bool { return strings.Contains(readFile(e.record), "a start") })
+	d := e.device()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := d.Acquire(ctx)
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Holder == nil || te.Holder.PID != a.Process.Pid {
+		t.Fatalf("Acquire() = %v, want a timeout naming a", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "gave up waiting for npu after") || !strings.Contains(msg, fmt.Sprintf("(pid %d, \"contender a\") since", a.Process.Pid)) {
+		t.Errorf("error = %q", msg)
+	}
+	if st, _ := d.Status(); len(st.Queue) != 0 {
+		t.Errorf("the timed-out waiter is still queued: %+v", st.Queue)
+	}
+}
+
+func TestEscapedChildKeepsTheDevice(t *testing.T) {
+	e := newEnv(t)
+	a, out := e.start(t, "a", "HOLD_CHILD=1")
+	line, _ := out.ReadString('\n')
+	child, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "child "))
+	if err != nil {
+		t.Fatalf("a said %q", line)
+	}
+	defer syscall.Kill(child, syscall.SIGKILL)
+	a.Process.Signal(syscall.SIGKILL)
+	a.Wait()
+	st, _ := e.device().Status()
+	if !st.Held || !slices.Contains(st.Lockers, child) {
+		t.Errorf("Status() after the holder died = %+v, want the device held by its child %d", st, child)
+	}
+	d := e.device()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err = d.Acquire(ctx)
+	cancel()
+	if err == nil {
+		t.Fatal("Acquire() succeeded while an escaped child held the ticket")
+	}
+	syscall.Kill(child, syscall.SIGKILL)
+	syscall.Wait4(child, nil, 0, nil)
+	tk, err := d.Acquire(context.Background())
+	if err != nil {
+		t.Fatalf("Acquire() once the child died: %v", err)
+	}
+	tk.Release()
+}
+
+func TestSetupErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o644)
+	for _, tt := range []struct {
+		d    Device
+		want string
+	}{
+		{Device{Dir: t.TempDir(), Name: "../x"}, `device "../x"`},
+		{Device{Dir: t.TempDir(), Name: ""}, `device ""`},
+		{Device{Dir: file, Name: "npu"}, "is not a directory"},
+		{Device{Dir: file + "/sub", Name: "npu"}, "cannot be made"},
+	} {
+		if _, err := tt.d.Acquire(context.Background()); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Acquire(%+v) = %v, want %q", tt.d, err, tt.want)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "locks")
+	d := &Device{Dir: dir, Name: "npu"}
+	tk, err := d.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Release()
+	for _, p := range []string{dir, filepath.Join(dir, "npu"), filepath.Join(dir, "npu", "queue")} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSticky == 0 {
+			t.Errorf("%s mode = %v, want 1777 so every user can queue", p, fi.Mode())
+		}
+	}
+}
+
+func TestWaiterSaysWhereItStands(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.start(t, "a", "HOLD_FOR=10m")
+	eventually(t, "a holds", func() bool { return strings.Contains(readFile(e.record), "a start") })
+	var log syncBuffer
+	d := &Device{Dir: e.dir, Name: "npu", Log: &log, Every: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		eventually(t, "two progress lines", func() bool { return strings.Count(log.String(), "\n") >= 2 })
+		cancel()
+	}()
+	_, err := d.Acquire(ctx)
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("Acquire() after cancel = %v", err)
+	}
+	want := fmt.Sprintf("npu-hold: waiting for npu: place 2 in the queue (1 ahead); held by %s (pid %d, \"contender a\") since", userName(), a.Process.Pid)
+	if !strings.HasPrefix(log.String(), want) {
+		t.Errorf("progress = %q, want lines starting %q", log.String(), want)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+// BenchmarkHandOver is the time from a holder's release to the next
+// holder's start, over b.N hand-overs between contenders that each open the
+// device's files on their own (as processes do): the median and the worst.
+func BenchmarkHandOver(b *testing.B) {
+	dir := b.TempDir()
+	n := max(b.N, 2)
+	released := make([]time.Time, n)
+	acquired := make([]time.Time, n)
+	var wg sync.WaitGroup
+	ready := make(chan struct{})
+	first, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-ready
+			t, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			acquired[i] = time.Now()
+			released[i] = time.Now()
+			t.Release()
+		}()
+	}
+	close(ready)
+	// Let every contender queue, then start the chain.
+	for d := (&Device{Dir: dir, Name: "npu"}); ; time.Sleep(time.Millisecond) {
+		if st, _ := d.Status(); st != nil && len(st.Queue) == n-1 {
+			break
+		}
+	}
+	released[0] = time.Now()
+	first.Release()
+	wg.Wait()
+	b.StopTimer()
+	// Each acquire follows the release just before it in time.
+	var gaps []float64
+	order := make([]int, 0, n)
+	for i := 1; i < n; i++ {
+		order = append(order, i)
+	}
+	slices.SortFunc(order, func(x, y int) int { return acquired[x].Compare(acquired[y]) })
+	prev := released[0]
+	for _, i := range order {
+		gaps = append(gaps, float64(acquired[i].Sub(prev).Microseconds())/1000)
+		prev = released[i]
+	}
+	slices.Sort(gaps)
+	b.ReportMetric(gaps[len(gaps)/2], "median-ms")
+	b.ReportMetric(gaps[len(gaps)-1], "worst-ms")
+}
