@@ -18,6 +18,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/gate"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
@@ -128,12 +129,22 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 		tmp = os.TempDir()
 	}
 	g := &gate.Gate{Plan: plan, Log: e.stderr, TempDir: tmp, Tool: version()}
+	if plan.Hold == "builtin" {
+		d := &hold.Device{Dir: e.getenv("NPU_HOLD_DIR"), Name: plan.Device, Command: "npu-serve-smoke run: " + strings.Join(plan.Argv, " "), Log: e.stderr}
+		if home := e.getenv("HOME"); home != "" {
+			d.TokenFile = filepath.Join(home, "NPU-TOKEN")
+		}
+		g.Hold = deviceHold{d}
+	}
 	var pub *publish.Publisher
 	if a != nil {
 		var gc *publish.Context
 		gc, pub = e.publisher(a, plan.GitHubToken, plan.CheckName, plan.Comment == "on-pr", plan.PRNumber)
 		if gc != nil {
 			g.GitHub = gc.Facts()
+			if dh, ok := g.Hold.(deviceHold); ok {
+				dh.d.RunURL = gc.RunURL()
+			}
 		}
 	}
 	if pub != nil {
@@ -394,6 +405,7 @@ func (e *env) demo(ctx context.Context, args []string) int {
 	c.Model = "sim-0.6B"
 	c.Replies, c.Warmup, c.MaxTokens = 3, 1, 16
 	c.Out = *out
+	c.Hold = "none" // the simulated serve needs no device
 	fmt.Fprintf(e.stderr, "demo: the gate against the simulated serve on the %s route\n", *route)
 	return e.gate(ctx, c, nil)
 }
@@ -401,6 +413,17 @@ func (e *env) demo(ctx context.Context, args []string) int {
 // newAction is the Actions environment of a command.
 func newAction(getenv func(string) string, w io.Writer) *githubactions.Action {
 	return githubactions.New(githubactions.WithGetenv(getenv), githubactions.WithWriter(w))
+}
+
+// deviceHold is the builtin hold: the device's ticket, taken in the gate.
+type deviceHold struct{ d *hold.Device }
+
+func (h deviceHold) Acquire(ctx context.Context) (gate.Ticket, error) {
+	t, err := h.d.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 func indent(s string) string {

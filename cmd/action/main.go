@@ -17,8 +17,15 @@ import (
 )
 
 func main() {
+	os.Exit(mainCode())
+}
+
+// mainCode runs the command with this process's arguments, environment and
+// streams. SIGINT and SIGTERM (the runner's cancel) cancel the run's context:
+// the gate stops the serve, releases the device and reports the run as
+// cancelled.
+func mainCode() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 }

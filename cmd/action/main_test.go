@@ -1,10 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -12,20 +12,21 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"npu-serve-smoke": func() {
-			os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
-		},
-		"fakellm": func() { os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr)) },
+		"npu-serve-smoke": func() { os.Exit(mainCode()) },
+		"fakellm":         func() { os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
 }
 
@@ -33,6 +34,12 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			// Each script has a device ticket of its own, and a home.
+			env.Setenv("NPU_HOLD_DIR", env.WorkDir+"/locks")
+			env.Setenv("HOME", env.WorkDir+"/home")
+			return os.MkdirAll(env.WorkDir+"/home", 0o755)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":         exits,
 			"listen":        listen,
@@ -40,6 +47,10 @@ func TestScripts(t *testing.T) {
 			"githublog":     githubLog,
 			"githubcomment": githubComment,
 			"setenvfile":    setEnvFile,
+			"waitfor":       waitFor,
+			"noproc":        noProc,
+			"stranger":      stranger,
+			"killproc":      killProc,
 		},
 	})
 }
@@ -156,4 +167,94 @@ func setEnvFile(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: setenvfile NAME FILE")
 	}
 	ts.Setenv(args[0], ts.ReadFile(args[1]))
+}
+
+// waitfor FILE REGEXP waits (up to a minute) until FILE matches REGEXP: for
+// a background command to reach a point.
+func waitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitfor FILE REGEXP")
+	}
+	re := regexp.MustCompile(args[1])
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(b) {
+			return
+		}
+	}
+	ts.Fatalf("after a minute, %s does not match %s", args[0], args[1])
+}
+
+// noproc TEXT fails if a process whose command line holds TEXT is alive a
+// minute on (a process being killed may take a moment to go).
+func noProc(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: noproc TEXT")
+	}
+	var alive []string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		alive = alive[:0]
+		for _, p := range serve.List() {
+			if p.State != 'Z' && strings.Contains(p.Command, args[0]) {
+				alive = append(alive, p.String())
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+	}
+	ts.Fatalf("still alive after a minute: %s", strings.Join(alive, "; "))
+}
+
+// stranger FILE waits in the background for FILE to name a port, then
+// listens on it and answers every request 200, as a stale server would.
+func stranger(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stranger FILE")
+	}
+	path := ts.MkAbs(args[0])
+	done := make(chan struct{})
+	ts.Defer(func() { close(done) })
+	go func() {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			b, err := os.ReadFile(path)
+			port, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil || perr != nil {
+				continue
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				return
+			}
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+			go srv.Serve(ln)
+			<-done
+			srv.Close()
+			return
+		}
+	}()
+}
+
+// killproc TEXT kills every process whose command line holds TEXT, with
+// the rest of its session, and waits for them to go.
+func killProc(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: killproc TEXT")
+	}
+	all := serve.List()
+	for _, p := range all {
+		if p.PID == os.Getpid() || !strings.Contains(p.Command, args[0]) {
+			continue
+		}
+		for _, q := range all {
+			if q.PID == p.PID || (q.SID == p.SID && q.SID == p.PID) {
+				syscall.Kill(q.PID, syscall.SIGKILL)
+			}
+		}
+	}
+	noProc(ts, false, args)
 }

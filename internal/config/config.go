@@ -66,7 +66,7 @@ func Default() Config {
 		Thinking:       "off",
 		RateSource:     judge.RateClient,
 		RequestTimeout: 2 * time.Minute,
-		Hold:           "none",
+		Hold:           "builtin",
 		HoldTimeout:    30 * time.Minute,
 		Device:         "npu",
 		CheckName:      "npu serve smoke",

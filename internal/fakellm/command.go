@@ -43,7 +43,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		firstMS     = fs.Float64("first-token-ms", -1, "delay before the first token (default by route: fast 250, slow 1063)")
 		exitAtStart = fs.Int("exit-at-start", 0, "print a fatal line and exit with this status at start")
 		ignoreTerm  = fs.Bool("ignore-term", false, "ignore SIGTERM (a serve that will not stop)")
-		detach      = fs.Bool("spawn-detached", false, "start a setsid grandchild that sleeps, as a serve's helper might")
+		detach      = fs.Bool("spawn-detached", false, "start a helper in a session of its own that sleeps, as a serve's helper might")
+		closeStdio  = fs.Bool("close-stdio", false, "close stdin, stdout and stderr once listening")
 	)
 	fs.StringVar(&opt.Model, "model", "sim-0.6B", "model name")
 	fs.StringVar(&opt.Route, "route", RouteFast, "route the log names: fast, slow, both or neither")
@@ -92,7 +93,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		return *exitAtStart
 	}
 	if *detach {
-		if err := spawnDetached(); err != nil {
+		if err := spawnDetached(opt.Model); err != nil {
 			fmt.Fprintf(stderr, "fakellm: spawn: %v\n", err)
 			return 1
 		}
@@ -113,6 +114,12 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 	srv := &http.Server{Handler: New(opt), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "fakellm: listening on %s\n", ln.Addr())
+	if *closeStdio {
+		fmt.Fprintf(stdout, "fakellm: closing stdin, stdout and stderr\n")
+		for fd := range 3 {
+			syscall.Close(fd)
+		}
+	}
 	go func() {
 		<-ctx.Done()
 		fmt.Fprintf(stdout, "fakellm: stopping\n")
@@ -128,11 +135,12 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// spawnDetached starts `sleep 600` in a session of its own, the way a serve's
-// helper process escapes its parent's process group.
-func spawnDetached() error {
+// spawnDetached starts a shell that sleeps in a session of its own, the way
+// a serve's helper escapes its parent's process group. Its command line
+// names the model, so tests can look for it.
+func spawnDetached(model string) error {
 	attr := &os.ProcAttr{Files: []*os.File{nil, nil, nil}, Sys: &syscall.SysProcAttr{Setsid: true}}
-	p, err := os.StartProcess("/bin/sleep", []string{"sleep", "600"}, attr)
+	p, err := os.StartProcess("/bin/sh", []string{"sh", "-c", "sleep 600; : helper of " + model}, attr)
 	if err != nil {
 		return err
 	}

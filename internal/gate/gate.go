@@ -92,7 +92,7 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 			MaxTokens: p.MaxTokens, Thinking: p.Thinking, Prompts: orBuiltin(p.Config.Prompts), Out: out,
 			CheckName: p.CheckName, Tool: g.Tool,
 		},
-		Serve:  report.ServeFacts{Argv: fill(p.Argv, port), Port: port},
+		Serve:  report.ServeFacts{Argv: wrap(p.HoldCommand, fill(p.Argv, port)), Port: port},
 		Hold:   report.HoldFacts{Mode: p.Hold, Device: p.Device},
 		GitHub: g.GitHub,
 	}
@@ -131,9 +131,11 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 	p := g.Plan
 	var files []*os.File
 	if g.Hold != nil {
-		g.logf("hold: waiting for the %s ticket", p.Device)
+		g.logf("hold: taking the %s ticket", p.Device)
 		t0 := time.Now()
-		ticket, err := g.Hold.Acquire(ctx)
+		hctx, cancel := context.WithTimeout(ctx, p.HoldTimeout)
+		ticket, err := g.Hold.Acquire(hctx)
+		cancel()
 		res.Hold.WaitedMS = msSince(t0)
 		if err != nil {
 			res.NoReplies = "the device was not held: " + err.Error()
@@ -293,6 +295,15 @@ func fill(argv []string, port int) []string {
 		out[i] = strings.ReplaceAll(w, "{port}", strconv.Itoa(port))
 	}
 	return out
+}
+
+// wrap runs the serve under an external hold command, when there is one: the
+// command gets the serve's words as its arguments.
+func wrap(holdCommand string, argv []string) []string {
+	if holdCommand == "" {
+		return argv
+	}
+	return append([]string{holdCommand}, argv...)
 }
 
 func orBuiltin(file string) string {

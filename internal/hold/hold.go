@@ -113,14 +113,38 @@ type TimeoutError struct {
 	Device string
 	Waited time.Duration
 	Holder *Facts
+	// Keepers are processes other than the holder that have the ticket
+	// open: what a holder started and left behind keeps the device held.
+	Keepers []string
 }
 
 func (e *TimeoutError) Error() string {
 	who := "a holder that left no facts"
 	if e.Holder != nil {
 		who = e.Holder.String()
+		if !alive(e.Holder.PID) {
+			who += ", which has exited"
+		}
 	}
-	return fmt.Sprintf("gave up waiting for %s after %v: it is held by %s", e.Device, e.Waited.Round(time.Second), who)
+	msg := fmt.Sprintf("gave up waiting for %s after %v: it is held by %s", e.Device, e.Waited.Round(time.Second), who)
+	if len(e.Keepers) > 0 {
+		msg += "; the ticket is kept open by " + strings.Join(e.Keepers, ", ") + ": stop what should not be running"
+	}
+	return msg
+}
+
+func alive(pid int) bool {
+	return unix.Kill(pid, 0) == nil || errors.Is(unix.Kill(pid, 0), unix.EPERM)
+}
+
+// describe is "pid N (command line)" from /proc.
+func describe(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	cmd := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	if len(cmd) > 120 {
+		cmd = cmd[:120]
+	}
+	return fmt.Sprintf("pid %d (%s)", pid, cmd)
 }
 
 // Acquire waits for the device, first come first served, until ctx ends.
@@ -290,11 +314,20 @@ func (d *Device) wait(ctx context.Context, t *Ticket, start time.Time) error {
 
 func (d *Device) giveUp(ctx context.Context, err error, start time.Time) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		var holder *Facts
-		if st, serr := d.Status(); serr == nil && st.Holder != nil {
-			holder = st.Holder
+		te := &TimeoutError{Device: d.Name, Waited: time.Since(start)}
+		if st, serr := d.Status(); serr == nil {
+			te.Holder = st.Holder
+			// A holder that is gone while its ticket stays taken: name what
+			// keeps it.
+			if st.Holder == nil || !alive(st.Holder.PID) {
+				for _, pid := range st.Lockers {
+					if pid != os.Getpid() {
+						te.Keepers = append(te.Keepers, describe(pid))
+					}
+				}
+			}
 		}
-		return &TimeoutError{Device: d.Name, Waited: time.Since(start), Holder: holder}
+		return te
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("stopped waiting for %s: %w", d.Name, ctx.Err())

@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // The test binary doubles as a contender (HOLD_CONTENDER=id): it takes the
@@ -385,4 +388,58 @@ func BenchmarkHandOver(b *testing.B) {
 	slices.Sort(gaps)
 	b.ReportMetric(gaps[len(gaps)/2], "median-ms")
 	b.ReportMetric(gaps[len(gaps)-1], "worst-ms")
+}
+
+func TestDoctor(t *testing.T) {
+	root := t.TempDir()
+	mk := func(path, text string) {
+		p := filepath.Join(root, path)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(text), 0o644)
+	}
+	lockDir := filepath.Join(root, "run/lock/npu-hold")
+
+	cs := Doctor(root, lockDir, 8<<20)
+	want := []Check{
+		{"FAIL", "no device node /dev/accel/accel*: load the NPU driver (modprobe amdxdna, or intel_vpu) and check the NPU is enabled in the firmware setup"},
+		{"warn", "memlock limit: 8192 KiB; NPU runtimes pin buffers and want it unlimited: LimitMEMLOCK=infinity in the runner's systemd unit, or '* - memlock unlimited' in /etc/security/limits.d/"},
+		{"FAIL", "lock directory " + lockDir + " does not exist: create it for every boot with the systemd-tmpfiles line 'd " + lockDir + " 1777 root root -' (README: set up the runner)"},
+	}
+	if diff := cmp.Diff(want, cs); diff != "" {
+		t.Errorf("Doctor() of a machine without an NPU (-want +got):\n%s", diff)
+	}
+
+	mk("dev/accel/accel0", "")
+	mk("sys/class/accel/accel0/device/fw_version", "1.0.0.166\n")
+	mk("sys/class/accel/accel0/device/vbnv", "RyzenAI-npu5\n")
+	mk("sys/module/amdxdna/version", "2.19.0\n")
+	os.MkdirAll(filepath.Join(root, "sys/bus/pci/drivers/amdxdna"), 0o755)
+	os.Symlink("../../../../bus/pci/drivers/amdxdna", filepath.Join(root, "sys/class/accel/accel0/device/driver"))
+	os.MkdirAll(lockDir, 0o755)
+	cs = Doctor(root, lockDir, unix.RLIM_INFINITY)
+	want = []Check{
+		{"ok", "/dev/accel/accel0 opens (amdxdna 2.19.0, RyzenAI-npu5, firmware 1.0.0.166)"},
+		{"ok", "memlock limit: unlimited"},
+		{"FAIL", "lock directory " + lockDir + " is mode drwxr-xr-x, want drwxrwxrwt (1777) so every user and runner can queue: chmod 1777 " + lockDir},
+	}
+	if diff := cmp.Diff(want, cs); diff != "" {
+		t.Errorf("Doctor() of an NPU machine (-want +got):\n%s", diff)
+	}
+	os.Chmod(lockDir, 0o777|os.ModeSticky)
+	mk("dev/accel/accel1", "")
+	cs = Doctor(root, lockDir, unix.RLIM_INFINITY)
+	if cs[1] != (Check{"ok", "/dev/accel/accel1 opens (unknown driver, firmware version not in sysfs (dmesg shows it at load))"}) || cs[3] != (Check{"ok", "lock directory " + lockDir + " is shared (1777)"}) {
+		t.Errorf("Doctor() = %v", cs)
+	}
+	file := filepath.Join(root, "file")
+	os.WriteFile(file, nil, 0o644)
+	if cs := Doctor(root, file, unix.RLIM_INFINITY); cs[len(cs)-1].Level != "FAIL" || !strings.Contains(cs[len(cs)-1].What, "is not a directory") {
+		t.Errorf("Doctor() of a file as the lock directory = %v", cs[len(cs)-1])
+	}
+	if os.Geteuid() != 0 {
+		os.Chmod(filepath.Join(root, "dev/accel/accel0"), 0o000)
+		if cs := Doctor(root, lockDir, unix.RLIM_INFINITY); cs[0].Level != "FAIL" || !strings.Contains(cs[0].What, "usermod -aG render") {
+			t.Errorf("Doctor() of an unopenable node = %v", cs[0])
+		}
+	}
 }

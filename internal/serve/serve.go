@@ -25,8 +25,15 @@ import (
 // Options say what to start.
 type Options struct {
 	Argv []string // the serve's words, placeholders filled
-	Log  *os.File // the serve's stdout and stderr
-	Env  []string // nil: the gate's own
+	Log  *os.File // the serve's stdout and stderr, unless Stdout or Stderr are set
+	// Stdin, Stdout and Stderr, when set, are given to the serve as they are
+	// (npu-hold runs a person's command on their terminal).
+	Stdin, Stdout, Stderr *os.File
+	// Foreground makes the serve's process group the terminal's foreground
+	// group (Stdin must be the terminal), so a command run at a shell can
+	// read from it and gets its ^C.
+	Foreground bool
+	Env        []string // nil: the gate's own
 	// ExtraFiles are inherited by the serve as fds 3, 4, ... (the device
 	// ticket's lock, so a serve that escaped its gate still holds it).
 	ExtraFiles []*os.File
@@ -48,13 +55,26 @@ func Start(o Options) (*Process, error) {
 		return nil, errors.New("no serve command")
 	}
 	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
-	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = o.Log, o.Log
+	if o.Stdin != nil {
+		cmd.Stdin = o.Stdin
+	}
+	if o.Stdout != nil {
+		cmd.Stdout = o.Stdout
+	}
+	if o.Stderr != nil {
+		cmd.Stderr = o.Stderr
+	}
 	cmd.Env = o.Env
 	cmd.ExtraFiles = o.ExtraFiles
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid:   true,
 		Pdeathsig: syscall.SIGKILL,
+	}
+	if o.Foreground && o.Stdin != nil {
+		// The child's fd 0 is the terminal: it becomes its foreground group.
+		cmd.SysProcAttr.Foreground = true
+		cmd.SysProcAttr.Ctty = 0
 	}
 	p := &Process{argv: o.Argv, done: make(chan struct{})}
 	started := make(chan error, 1)
@@ -236,6 +256,16 @@ func inTree(tree []Proc, pr Proc) bool {
 		}
 	}
 	return false
+}
+
+// State is how the serve ended; nil while it runs.
+func (p *Process) State() *os.ProcessState {
+	select {
+	case <-p.done:
+		return p.state
+	default:
+		return nil
+	}
 }
 
 // Command is the serve's command line, for reports.

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+)
+
+// Exit codes of npu-hold itself; a command run under the ticket returns its
+// own.
+const (
+	exitOK      = 0
+	exitFail    = 1
+	exitUsage   = 2
+	exitTimeout = 75 // EX_TEMPFAIL: the device stayed busy past --wait
+)
+
+const usage = `usage:
+  npu-hold [--device npu] [--wait 30m] [--lock-dir DIR] [--] CMD ARGS...
+        run CMD holding the device's ticket; returns CMD's exit status
+  npu-hold status [--device npu] [--json]
+        who holds the device, since when, and who waits
+  npu-hold doctor [--device npu]
+        check the device nodes, driver, firmware, memlock limit and lock directory
+
+The lock directory is $NPU_HOLD_DIR, else ` + hold.DefaultDir + `.
+While held, ~/NPU-TOKEN holds the holder's facts.
+`
+
+type env struct {
+	getenv         func(string) string
+	stdin          *os.File
+	stdout, stderr io.Writer
+}
+
+func run(args []string, getenv func(string) string, stdin *os.File, stdout, stderr io.Writer) int {
+	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) > 0 {
+		switch args[0] {
+		case "status":
+			return e.status(args[1:])
+		case "doctor":
+			return e.doctor(args[1:])
+		case "-h", "-help", "--help", "help":
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+	}
+	return e.hold(args)
+}
+
+// common flags of every subcommand.
+type common struct {
+	device  string
+	lockDir string
+}
+
+func (e *env) flags(name string, c *common) *flag.FlagSet {
+	fs := flag.NewFlagSet("npu-hold "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
+	dir := e.getenv("NPU_HOLD_DIR")
+	if dir == "" {
+		dir = hold.DefaultDir
+	}
+	fs.StringVar(&c.device, "device", "npu", "the device")
+	fs.StringVar(&c.lockDir, "lock-dir", dir, "the shared lock directory (mode 1777)")
+	return fs
+}
+
+func (e *env) device(c common) *hold.Device {
+	return &hold.Device{Dir: c.lockDir, Name: c.device}
+}
+
+func (e *env) hold(args []string) int {
+	var c common
+	fs := e.flags("", &c)
+	wait := fs.Duration("wait", 30*time.Minute, "how long to wait for the device")
+	tokenFile := fs.String("token-file", filepath.Join(e.getenv("HOME"), "NPU-TOKEN"), "written while held, removed at release")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	cmd := fs.Args()
+	if len(cmd) == 0 {
+		fmt.Fprintf(e.stderr, "npu-hold: no command to run; give it after the flags: npu-hold -- CMD ARGS...\n")
+		return exitUsage
+	}
+	if *wait <= 0 {
+		fmt.Fprintf(e.stderr, "npu-hold: --wait %v: pass a positive duration such as 30m\n", *wait)
+		return exitUsage
+	}
+	d := e.device(c)
+	d.Command = strings.Join(cmd, " ")
+	d.TokenFile = *tokenFile
+	if e.getenv("HOME") == "" && !isSet(fs, "token-file") {
+		d.TokenFile = ""
+	}
+	d.RunURL = runURL(e.getenv)
+	d.Log = e.stderr
+
+	// INT and TERM while waiting stop the wait; while CMD runs, they go to it.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithTimeout(context.Background(), *wait)
+	defer cancel()
+	stopWaiting := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-stopWaiting:
+		}
+	}()
+	t, err := d.Acquire(ctx)
+	close(stopWaiting)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold: %v\n", err)
+		var te *hold.TimeoutError
+		if errors.As(err, &te) {
+			return exitTimeout
+		}
+		return exitFail
+	}
+	defer t.Release()
+	fmt.Fprintf(e.stderr, "npu-hold: %s held (ticket %d)\n", c.device, t.Facts.Ticket)
+
+	if err := serve.BecomeSubreaper(); err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold: warning: not a child subreaper (%v): detached helpers may escape the sweep\n", err)
+	}
+	opts := serve.Options{Argv: cmd, Stdin: e.stdin, Stdout: asFile(e.stdout), Stderr: asFile(e.stderr), ExtraFiles: t.Files()}
+	if e.stdin != nil && isTerminal(e.stdin) {
+		opts.Foreground = true
+	}
+	p, err := serve.Start(opts)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold: %v\n", err)
+		return 127
+	}
+	for {
+		select {
+		case sig := <-sigs:
+			unix.Kill(-p.PID(), sig.(syscall.Signal))
+			continue
+		case <-p.Done():
+		}
+		break
+	}
+	if opts.Foreground {
+		takeTerminalBack(e.stdin)
+	}
+	st := p.Stop(5 * time.Second)
+	if st.Swept > 0 || st.Survivors > 0 {
+		fmt.Fprintf(e.stderr, "npu-hold: after %s: %d left behind and killed, %d survived\n", cmd[0], st.Swept, st.Survivors)
+	}
+	if code := p.ExitCode(); code >= 0 {
+		return code
+	}
+	if ws, ok := p.State().Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return exitFail
+}
+
+func (e *env) status(args []string) int {
+	var c common
+	fs := e.flags("status", &c)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	st, err := e.device(c).Status()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold status: %v\n", err)
+		return exitFail
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(st, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+		return exitOK
+	}
+	switch {
+	case st.Holder != nil:
+		fmt.Fprintf(e.stdout, "%s: held by %s\n", st.Device, st.Holder)
+	case st.Held:
+		fmt.Fprintf(e.stdout, "%s: held, by a process whose ticket holder is gone\n", st.Device)
+	default:
+		fmt.Fprintf(e.stdout, "%s: free\n", st.Device)
+	}
+	if st.Held && len(st.Lockers) > 0 {
+		fmt.Fprintf(e.stdout, "  the lock is open in pids %s\n", strings.Trim(fmt.Sprint(st.Lockers), "[]"))
+	}
+	for i, w := range st.Queue {
+		fmt.Fprintf(e.stdout, "  %d. %s, waiting since %s\n", i+1, w, w.Queued.Format("15:04:05"))
+	}
+	return exitOK
+}
+
+func (e *env) doctor(args []string) int {
+	var c common
+	fs := e.flags("doctor", &c)
+	root := fs.String("root", "/", "the filesystem root to look in")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	var lim unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim)
+	failed := false
+	for _, ch := range hold.Doctor(*root, c.lockDir, lim.Cur) {
+		fmt.Fprintf(e.stdout, "%-5s %s\n", ch.Level, ch.What)
+		failed = failed || ch.Level == "FAIL"
+	}
+	if failed {
+		fmt.Fprintln(e.stdout, "unhealthy: fix the FAIL lines above")
+		return exitFail
+	}
+	fmt.Fprintln(e.stdout, "healthy")
+	return exitOK
+}
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// runURL is the Actions run the ticket is for, when there is one.
+func runURL(getenv func(string) string) string {
+	if getenv("GITHUB_RUN_ID") == "" || getenv("GITHUB_REPOSITORY") == "" {
+		return ""
+	}
+	server := getenv("GITHUB_SERVER_URL")
+	if server == "" {
+		server = "https://github.com"
+	}
+	return fmt.Sprintf("%s/%s/actions/runs/%s", server, getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"))
+}
+
+func asFile(w io.Writer) *os.File {
+	if f, ok := w.(*os.File); ok {
+		return f
+	}
+	return nil
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// takeTerminalBack makes npu-hold's own process group the terminal's
+// foreground group again, once the command it gave the terminal to is done.
+func takeTerminalBack(tty *os.File) {
+	signal.Ignore(syscall.SIGTTOU)
+	defer signal.Reset(syscall.SIGTTOU)
+	unix.IoctlSetPointerInt(int(tty.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
+}
