@@ -1,18 +1,15 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +17,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/scripttest"
 )
 
 func TestMain(m *testing.M) {
@@ -41,54 +38,18 @@ func TestScripts(t *testing.T) {
 			return os.MkdirAll(env.WorkDir+"/home", 0o755)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":         exits,
-			"listen":        listen,
+			"exits":         scripttest.Exits,
+			"listen":        scripttest.Listen,
 			"fakegithub":    fakeGitHub,
 			"githublog":     githubLog,
 			"githubcomment": githubComment,
 			"setenvfile":    setEnvFile,
-			"waitfor":       waitFor,
-			"noproc":        noProc,
+			"waitfor":       scripttest.WaitFor,
+			"noproc":        scripttest.NoProc,
 			"stranger":      stranger,
-			"killproc":      killProc,
+			"killproc":      scripttest.KillProc,
 		},
 	})
-}
-
-// exits N CMD ARGS... runs CMD and fails unless it exits with status N.
-func exits(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 2 {
-		ts.Fatalf("usage: exits N command [args...]")
-	}
-	want, err := strconv.Atoi(args[0])
-	if err != nil {
-		ts.Fatalf("exits: %q is not a number", args[0])
-	}
-	err = ts.Exec(args[1], args[2:]...)
-	got := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		got = ee.ExitCode()
-	} else if err != nil {
-		ts.Fatalf("exits: %v", err)
-	}
-	if got != want {
-		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
-	}
-}
-
-// listen VAR holds a free loopback port open for the rest of the script and
-// puts its number in $VAR.
-func listen(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: listen VAR")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		ts.Fatalf("listen: %v", err)
-	}
-	ts.Defer(func() { ln.Close() })
-	ts.Setenv(args[0], strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 }
 
 // fakeGitHubs holds each script's fake GitHub API.
@@ -169,42 +130,6 @@ func setEnvFile(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], ts.ReadFile(args[1]))
 }
 
-// waitfor FILE REGEXP waits (up to a minute) until FILE matches REGEXP: for
-// a background command to reach a point.
-func waitFor(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: waitfor FILE REGEXP")
-	}
-	re := regexp.MustCompile(args[1])
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(b) {
-			return
-		}
-	}
-	ts.Fatalf("after a minute, %s does not match %s", args[0], args[1])
-}
-
-// noproc TEXT fails if a process whose command line holds TEXT is alive a
-// minute on (a process being killed may take a moment to go).
-func noProc(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: noproc TEXT")
-	}
-	var alive []string
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		alive = alive[:0]
-		for _, p := range serve.List() {
-			if p.State != 'Z' && strings.Contains(p.Command, args[0]) {
-				alive = append(alive, p.String())
-			}
-		}
-		if len(alive) == 0 {
-			return
-		}
-	}
-	ts.Fatalf("still alive after a minute: %s", strings.Join(alive, "; "))
-}
-
 // stranger FILE waits in the background for FILE to name a port, then
 // listens on it and answers every request 200, as a stale server would.
 func stranger(ts *testscript.TestScript, neg bool, args []string) {
@@ -237,24 +162,4 @@ func stranger(ts *testscript.TestScript, neg bool, args []string) {
 			return
 		}
 	}()
-}
-
-// killproc TEXT kills every process whose command line holds TEXT, with
-// the rest of its session, and waits for them to go.
-func killProc(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: killproc TEXT")
-	}
-	all := serve.List()
-	for _, p := range all {
-		if p.PID == os.Getpid() || !strings.Contains(p.Command, args[0]) {
-			continue
-		}
-		for _, q := range all {
-			if q.PID == p.PID || (q.SID == p.SID && q.SID == p.PID) {
-				syscall.Kill(q.PID, syscall.SIGKILL)
-			}
-		}
-	}
-	noProc(ts, false, args)
 }

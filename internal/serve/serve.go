@@ -173,6 +173,8 @@ func (p *Process) Stop(grace time.Duration) Stopped {
 		case <-t.C:
 		}
 	}
+	// What is still there besides the leader was left behind: count it.
+	before := leftBehind(tree, p.pid)
 	// KILL the group whether or not the leader has gone: its members may not
 	// have.
 	if err := unix.Kill(-p.pid, unix.SIGKILL); err == nil {
@@ -185,7 +187,11 @@ func (p *Process) Stop(grace time.Duration) Stopped {
 		}
 	}
 	st.Exit = p.Exit()
-	st.Swept, st.Left = sweep(tree, p.pid, 2*time.Second)
+	swept, left := sweep(tree, p.pid, 2*time.Second)
+	for pid := range swept {
+		before[pid] = true
+	}
+	st.Swept, st.Left = len(before), left
 	st.Survivors = len(st.Left)
 	st.StopMS = float64(time.Since(start)) / float64(time.Millisecond)
 	return st
@@ -203,11 +209,23 @@ func BecomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
+// leftBehind is what is alive of the serve's group and tree besides the
+// leader itself.
+func leftBehind(tree []Proc, pgid int) map[int]bool {
+	out := map[int]bool{}
+	for _, pr := range List() {
+		if pr.PID != pgid && pr.PID != os.Getpid() && pr.State != 'Z' && (pr.PGID == pgid || inTree(tree, pr)) {
+			out[pr.PID] = true
+		}
+	}
+	return out
+}
+
 // sweep kills what is left of a serve: the processes of tree still alive,
 // anything still in its process group, and orphans re-parented to this
 // process (a subreaper). It reaps the ones that are its children and returns
-// how many it killed and what survived.
-func sweep(tree []Proc, pgid int, within time.Duration) (killed int, left []string) {
+// the ones it killed and what survived.
+func sweep(tree []Proc, pgid int, within time.Duration) (killed map[int]bool, left []string) {
 	self := os.Getpid()
 	deadline := time.Now().Add(within)
 	seen := map[int]bool{}
@@ -233,12 +251,11 @@ func sweep(tree []Proc, pgid int, within time.Duration) (killed int, left []stri
 			for _, pr := range alive {
 				left = append(left, fmt.Sprintf("%d %s", pr.PID, pr.Command))
 			}
-			return killed, left
+			return seen, left
 		}
 		for _, pr := range alive {
-			if !seen[pr.PID] {
+			if pr.PID != pgid {
 				seen[pr.PID] = true
-				killed++
 			}
 			unix.Kill(pr.PID, unix.SIGKILL)
 			if pr.PPID == self && pr.PID != pgid {

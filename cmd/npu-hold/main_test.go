@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/scripttest"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"npu-hold": func() { os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("NPU_HOLD_DIR", env.WorkDir+"/locks")
+			env.Setenv("HOME", env.WorkDir+"/home")
+			return os.MkdirAll(env.WorkDir+"/home", 0o755)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":    scripttest.Exits,
+			"waitfor":  scripttest.WaitFor,
+			"noproc":   scripttest.NoProc,
+			"killproc": scripttest.KillProc,
+			"signal":   scripttest.Signal,
+		},
+	})
+}

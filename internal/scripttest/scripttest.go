@@ -1,0 +1,136 @@
+// Package scripttest holds the custom commands the end-to-end scripts
+// (testscript) of the commands share: exit codes, ports, waiting for a
+// background command, and processes that must be gone.
+package scripttest
+
+import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+)
+
+// Exits is "exits N CMD ARGS...": it runs CMD and fails unless it exits with status N.
+func Exits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits N command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: %q is not a number", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("exits: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
+
+// Listen is "listen VAR": it holds a free loopback port open for the rest of the script and
+// puts its number in $VAR.
+func Listen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: listen VAR")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ts.Fatalf("listen: %v", err)
+	}
+	ts.Defer(func() { ln.Close() })
+	ts.Setenv(args[0], strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+}
+
+// WaitFor is "waitfor FILE REGEXP": it waits (up to a minute) until FILE matches REGEXP: for
+// a background command to reach a point.
+func WaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitfor FILE REGEXP")
+	}
+	re := regexp.MustCompile(args[1])
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(b) {
+			return
+		}
+	}
+	ts.Fatalf("after a minute, %s does not match %s", args[0], args[1])
+}
+
+// NoProc is "noproc TEXT": it fails if a process whose command line holds TEXT is alive a
+// minute on (a process being killed may take a moment to go).
+func NoProc(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: noproc TEXT")
+	}
+	var alive []string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		alive = alive[:0]
+		for _, p := range serve.List() {
+			if p.State != 'Z' && strings.Contains(p.Command, args[0]) {
+				alive = append(alive, p.String())
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+	}
+	ts.Fatalf("still alive after a minute: %s", strings.Join(alive, "; "))
+}
+
+// KillProc is "killproc TEXT": it kills every process whose command line holds TEXT, with
+// the rest of its session, and waits for them to go.
+func KillProc(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: killproc TEXT")
+	}
+	all := serve.List()
+	for _, p := range all {
+		if p.PID == os.Getpid() || !strings.Contains(p.Command, args[0]) {
+			continue
+		}
+		for _, q := range all {
+			if q.PID == p.PID || (q.SID == p.SID && q.SID == p.PID) {
+				syscall.Kill(q.PID, syscall.SIGKILL)
+			}
+		}
+	}
+	NoProc(ts, false, args)
+}
+
+// Signal is "signal SIG TEXT": it sends SIG (INT, TERM, KILL, ...) to every
+// process whose command line holds TEXT; testscript's own kill knows only
+// INT and KILL.
+func Signal(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: signal SIG TEXT")
+	}
+	sig := unix.SignalNum("SIG" + args[0])
+	if sig == 0 {
+		ts.Fatalf("signal: unknown signal %s", args[0])
+	}
+	n := 0
+	for _, p := range serve.List() {
+		if p.PID != os.Getpid() && p.State != 'Z' && strings.Contains(p.Command, args[1]) {
+			syscall.Kill(p.PID, sig)
+			n++
+		}
+	}
+	if n == 0 {
+		ts.Fatalf("signal: no process holds %q", args[1])
+	}
+}
