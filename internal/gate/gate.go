@@ -215,7 +215,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 			}
 			r = pr.Ask(ctx, n, warmup, prompt)
 		}
-		if r.Error != "" {
+		if r.Error != "" && ctx.Err() == nil {
 			// A reply that failed may mean the serve died: give its exit a
 			// moment to be seen, so the next reply says so rather than
 			// "connection refused".

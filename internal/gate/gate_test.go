@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
@@ -117,4 +118,45 @@ func BenchmarkGateOverhead(b *testing.B) {
 	b.ReportMetric(ready/n, "serve-start-ms/run")
 	b.ReportMetric(stop/n, "serve-stop-ms/run")
 	b.ReportMetric(gateOnly/n, "gate-only-ms/run")
+}
+
+// BenchmarkCancel is the time from a cancel (the runner's SIGINT) to Run
+// returning with the serve stopped, the ticket released and result.json
+// written, while a reply is streaming: with a serve that honours TERM, and
+// with one that ignores it (KILL after CancelGrace).
+func BenchmarkCancel(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"honours-term", []string{"--stall", "1"}},
+		{"ignores-term", []string{"--stall", "1", "--ignore-term"}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			var total, worst float64
+			for b.Loop() {
+				b.StopTimer()
+				p := plan(b, append([]string{"--first-token-ms", "0"}, tt.args...)...)
+				p.Warmup = 0
+				ctx, cancel := context.WithCancel(context.Background())
+				var at time.Time
+				log := &lineWatcher{on: func(line string) {
+					if strings.HasPrefix(line, "serve: ready") {
+						// The request is on its way; cancel once it stalls.
+						time.AfterFunc(100*time.Millisecond, func() { at = time.Now(); cancel() })
+					}
+				}}
+				b.StartTimer()
+				res, err := (&Gate{Plan: p, Log: log}).Run(ctx)
+				d := float64(time.Since(at).Microseconds()) / 1000
+				if err != nil || res.Verdict != report.Cancelled || res.Serve.Survivors != 0 {
+					b.Fatalf("Run() = %v, %v", res, err)
+				}
+				total += d
+				worst = max(worst, d)
+			}
+			b.ReportMetric(total/float64(b.N), "mean-ms")
+			b.ReportMetric(worst, "worst-ms")
+		})
+	}
 }

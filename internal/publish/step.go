@@ -74,11 +74,12 @@ func StopCommands(a *githubactions.Action) (resume func()) {
 	return func() { a.IssueCommand(&githubactions.Command{Name: token}) }
 }
 
-// Timeout bounds the posts after a cancel: the runner kills the job 7.5 s
-// after its SIGINT.
+// Timeout bounds the posts. After a cancel they get 2.5 s: the serve's stop
+// takes at most CancelGrace (2 s), and the check run must be completed
+// within 5 s of the runner's SIGINT.
 func Timeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if ctx.Err() != nil {
-		return context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		return context.WithTimeout(context.WithoutCancel(ctx), 2500*time.Millisecond)
 	}
 	return context.WithTimeout(ctx, 5*time.Minute)
 }
