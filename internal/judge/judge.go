@@ -24,6 +24,7 @@ const (
 	Rate       = "rate"
 	FirstToken = "first-token"
 	Content    = "content"
+	Regression = "baseline" // only with a baseline
 )
 
 // Rate sources.
@@ -37,6 +38,16 @@ type Limits struct {
 	Floor        float64 `json:"floor"`          // median decode rate, tok/s, at least
 	FirstTokenMS float64 `json:"first_token_ms"` // median first token, ms, at most
 	RateSource   string  `json:"rate_source"`    // RateClient or RateServer
+	// MaxRegression is how far the median rate may fall, or the median first
+	// token rise, against a baseline: 0.10 is 10%.
+	MaxRegression float64 `json:"max_regression,omitempty"`
+}
+
+// Baseline is an earlier run's medians, to compare against.
+type Baseline struct {
+	File         string  `json:"file"`
+	Rate         float64 `json:"rate"`           // median decode rate, tok/s
+	FirstTokenMS float64 `json:"first_token_ms"` // median first token, ms
 }
 
 // Input is everything the judge looks at.
@@ -47,6 +58,7 @@ type Input struct {
 	// NoReplies says why there are no replies (never ready, exit status, ...),
 	// for the report when Replies is empty.
 	NoReplies string
+	Baseline  *Baseline // adds the baseline assertion when set
 }
 
 // Assertion is one line of the verdict.
@@ -70,7 +82,11 @@ func Judge(in Input) Verdict {
 		if why == "" {
 			why = "the probe recorded none"
 		}
-		for _, name := range []string{Route, Rate, FirstToken, Content} {
+		names := []string{Route, Rate, FirstToken, Content}
+		if in.Baseline != nil {
+			names = append(names, Regression)
+		}
+		for _, name := range names {
 			as = append(as, Assertion{Name: name, Detail: "no replies: " + why})
 		}
 	} else {
@@ -79,6 +95,9 @@ func Judge(in Input) Verdict {
 			judgeRate(in.Replies, in.Limits),
 			judgeFirstToken(in.Replies, in.Limits),
 			judgeContent(in.Replies),
+		}
+		if in.Baseline != nil {
+			as = append(as, judgeBaseline(in.Replies, in.Limits, *in.Baseline))
 		}
 	}
 	pass := true
@@ -200,6 +219,32 @@ func judgeContent(replies []measure.Reply) Assertion {
 	a.Detail = fmt.Sprintf("%d replies, all with content", len(replies))
 	if len(replies) == 1 {
 		a.Detail = "1 reply, with content"
+	}
+	return a
+}
+
+func judgeBaseline(replies []measure.Reply, l Limits, b Baseline) Assertion {
+	a := Assertion{Name: Regression}
+	rates, firstMS, _ := Figures(replies, l)
+	if len(rates) == 0 || len(firstMS) == 0 {
+		a.Detail = "no rate or first token to compare with the baseline " + b.File
+		return a
+	}
+	rate, ft := Median(rates), Median(firstMS)
+	rateChange := (rate - b.Rate) / b.Rate
+	ftChange := (ft - b.FirstTokenMS) / b.FirstTokenMS
+	var worse []string
+	if rateChange < -l.MaxRegression {
+		worse = append(worse, "the rate fell")
+	}
+	if ftChange > l.MaxRegression {
+		worse = append(worse, "the first token rose")
+	}
+	a.OK = len(worse) == 0
+	a.Detail = fmt.Sprintf("rate %.1f tok/s against %.1f (%+.1f%%), first token %.0f ms against %.0f (%+.1f%%); allowed %.0f%%",
+		rate, b.Rate, rateChange*100, ft, b.FirstTokenMS, ftChange*100, l.MaxRegression*100)
+	if !a.OK {
+		a.Detail = strings.Join(worse, " and ") + " by more than allowed: " + a.Detail
 	}
 	return a
 }

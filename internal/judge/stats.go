@@ -1,0 +1,111 @@
+package judge
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+// Interval is a distribution-free confidence interval for a median, from
+// order statistics: [x(k), x(n-k+1)] holds the true median with probability
+// 1 - 2·P(Bin(n, ½) ≤ k-1), whatever the distribution of the figures. k is
+// the largest that keeps that coverage at 95% or more; with five figures or
+// fewer no k does, and the interval is [min, max] with its lower coverage.
+type Interval struct {
+	N        int     `json:"n"`
+	Median   float64 `json:"median"`
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+	Coverage float64 `json:"coverage"` // the probability the interval holds the median
+}
+
+// Level is the coverage MedianInterval aims for.
+const Level = 0.95
+
+// MedianInterval is the order-statistics interval of xs' median at Level.
+// ok is false when xs is empty.
+func MedianInterval(xs []float64) (iv Interval, ok bool) {
+	return medianInterval(xs, Level)
+}
+
+func medianInterval(xs []float64, level float64) (Interval, bool) {
+	n := len(xs)
+	if n == 0 {
+		return Interval{}, false
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	// The coverage falls as k grows, and is below any useful level long
+	// before k passes n/2, so the search stops by itself.
+	k := 1
+	for coverage(n, k+1) >= level {
+		k++
+	}
+	return Interval{N: n, Median: Median(s), Lo: s[k-1], Hi: s[n-k], Coverage: coverage(n, k)}, true
+}
+
+// coverage is 1 - 2·P(Bin(n, ½) ≤ k-1).
+func coverage(n, k int) float64 {
+	tail := 0.0
+	for i := 0; i < k; i++ {
+		tail += binom(n, i)
+	}
+	return 1 - 2*tail*math.Pow(0.5, float64(n))
+}
+
+func binom(n, k int) float64 {
+	r := 1.0
+	for i := 1; i <= k; i++ {
+		r = r * float64(n-k+i) / float64(i)
+	}
+	return r
+}
+
+// Figures are the rate and first-token figures of the replies that have
+// them, as the rate assertion judges them.
+func Figures(replies []measure.Reply, l Limits) (rates, firstMS []float64, complete bool) {
+	complete = true
+	for i := range replies {
+		r := &replies[i]
+		var v float64
+		var why string
+		if l.RateSource == RateServer {
+			v, why = r.ServerRate()
+		} else {
+			v, why = r.DecodeRate()
+		}
+		if why != "" {
+			complete = false
+		} else {
+			rates = append(rates, v)
+		}
+		if ft, ok := r.FirstTokenMS(); ok {
+			firstMS = append(firstMS, ft)
+		} else {
+			complete = false
+		}
+	}
+	return rates, firstMS, complete
+}
+
+// Undecided says why the replies so far cannot settle the verdict, or ""
+// when they can: the median's interval holds the floor, or the first-token
+// limit, so a few more replies could turn the verdict. Replies that failed
+// settle it (they fail the run whatever comes next).
+func Undecided(replies []measure.Reply, l Limits) string {
+	rates, firstMS, complete := Figures(replies, l)
+	if !complete {
+		return ""
+	}
+	// No figures at all give an empty interval, which holds no positive
+	// floor or limit.
+	if iv, _ := MedianInterval(rates); iv.Lo <= l.Floor && l.Floor <= iv.Hi {
+		return fmt.Sprintf("the median rate's interval %.1f–%.1f tok/s holds the floor %.1f", iv.Lo, iv.Hi, l.Floor)
+	}
+	if iv, _ := MedianInterval(firstMS); iv.Lo <= l.FirstTokenMS && l.FirstTokenMS <= iv.Hi {
+		return fmt.Sprintf("the median first token's interval %.0f–%.0f ms holds the limit %.0f", iv.Lo, iv.Hi, l.FirstTokenMS)
+	}
+	return ""
+}

@@ -1,0 +1,172 @@
+package judge
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+func TestMedianInterval(t *testing.T) {
+	seq := func(n int) []float64 {
+		var xs []float64
+		for i := n; i >= 1; i-- { // unsorted on purpose
+			xs = append(xs, float64(i))
+		}
+		return xs
+	}
+	tests := []struct {
+		in   []float64
+		want Interval
+	}{
+		{seq(1), Interval{N: 1, Median: 1, Lo: 1, Hi: 1, Coverage: 0}},
+		{seq(5), Interval{N: 5, Median: 3, Lo: 1, Hi: 5, Coverage: 0.9375}},
+		{seq(6), Interval{N: 6, Median: 3.5, Lo: 1, Hi: 6, Coverage: 0.96875}},
+		{seq(8), Interval{N: 8, Median: 4.5, Lo: 1, Hi: 8, Coverage: 1 - 2.0/256}},
+		{seq(9), Interval{N: 9, Median: 5, Lo: 2, Hi: 8, Coverage: 1 - 20.0/512}},
+		{seq(15), Interval{N: 15, Median: 8, Lo: 4, Hi: 12, Coverage: 1 - 2*576.0/32768}},
+		{[]float64{98.4, 84.4, 82.1, 90.0, 85.2}, Interval{N: 5, Median: 85.2, Lo: 82.1, Hi: 98.4, Coverage: 0.9375}},
+	}
+	for _, tt := range tests {
+		got, ok := MedianInterval(tt.in)
+		if !ok {
+			t.Errorf("MedianInterval(%v) not ok", tt.in)
+		}
+		if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-12 })); diff != "" {
+			t.Errorf("MedianInterval(%v) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+	if _, ok := MedianInterval(nil); ok {
+		t.Error("MedianInterval(nil) is ok")
+	}
+	// A level met exactly is met: nine figures reach 1-20/512 with k=2.
+	if iv, _ := medianInterval(seq(9), 1-20.0/512); iv.Lo != 2 || iv.Hi != 8 {
+		t.Errorf("medianInterval(n=9, its own k=2 coverage) = %+v, want [2, 8]", iv)
+	}
+	// The coverage never falls below the level once there are six figures.
+	for n := 6; n <= 60; n++ {
+		if iv, _ := MedianInterval(seq(n)); iv.Coverage < Level || iv.Lo > iv.Hi {
+			t.Errorf("MedianInterval(n=%d) = %+v: coverage under %.2f", n, iv, Level)
+		}
+	}
+}
+
+func rated(rates ...float64) []measure.Reply {
+	var rs []measure.Reply
+	for i, r := range rates {
+		rs = append(rs, reply(i+1, r, 300, 128, "Paris is the capital of France."))
+	}
+	return rs
+}
+
+// exactRates are replies whose decode rates are exactly rates: rate+1
+// tokens over one second.
+func exactRates(rates ...int) []measure.Reply {
+	var rs []measure.Reply
+	for i, r := range rates {
+		rs = append(rs, exact(i+1, r+1, 1000))
+	}
+	return rs
+}
+
+func TestUndecided(t *testing.T) {
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient}
+	tests := []struct {
+		name    string
+		replies []measure.Reply
+		want    string
+	}{
+		{"far above the floor", rated(98, 84, 82, 90, 85), ""},
+		{"far below the floor", rated(1.9, 2.1, 1.9, 2.0, 2.2), ""},
+		{"the interval holds the floor", rated(96.6, 66.9, 48.8, 70, 58), "the median rate's interval 48.8–96.6 tok/s holds the floor 60.0"},
+		{"the floor at the low end of the interval is held", exactRates(60, 70, 80, 90, 100), "interval 60.0–100.0 tok/s holds the floor"},
+		{"the floor at the high end of the interval is held", exactRates(20, 30, 40, 50, 60), "interval 20.0–60.0 tok/s holds the floor"},
+		{"a failed reply settles it", append(rated(96.6, 48.8), measure.Reply{N: 3, Error: "boom"}), ""},
+		{"no replies", nil, ""},
+	}
+	for _, tt := range tests {
+		if got := Undecided(tt.replies, l); !strings.Contains(got, tt.want) || (tt.want == "") != (got == "") {
+			t.Errorf("%s: Undecided() = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	ft := rated(90, 90, 90, 90, 90)
+	for i, ms := range []float64{400, 550, 620, 700, 590} {
+		ft[i].FirstMS = ptr(ms)
+		last := ms + 127/90.0*1000
+		ft[i].LastMS = &last
+	}
+	if got := Undecided(ft, l); got != "the median first token's interval 400–700 ms holds the limit 600" {
+		t.Errorf("Undecided(first tokens around the limit) = %q", got)
+	}
+	for _, edge := range [][]float64{{600, 620, 650, 700, 800}, {400, 450, 500, 550, 600}} {
+		for i, ms := range edge {
+			span := *ft[i].LastMS - *ft[i].FirstMS
+			ft[i].FirstMS = ptr(ms)
+			ft[i].LastMS = ptr(ms + span)
+		}
+		if got := Undecided(ft, l); !strings.Contains(got, "holds the limit 600") {
+			t.Errorf("Undecided(first tokens %v) = %q, want the limit held at an end", edge, got)
+		}
+	}
+	server := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateServer}
+	if got := Undecided(rated(61, 62, 63, 64, 65), server); got != "" {
+		t.Errorf("Undecided(server rates 64–68, far from the floor) = %q", got)
+	}
+}
+
+func TestBaseline(t *testing.T) {
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: 0.10}
+	base := &Baseline{File: "last-release/result.json", Rate: 100, FirstTokenMS: 300}
+	evidence := Evidence{Fast: &Match{Line: 1, Text: "on the private route dx"}}
+	firsts := func(rs []measure.Reply, ms float64) []measure.Reply {
+		for i := range rs {
+			span := *rs[i].LastMS - *rs[i].FirstMS
+			rs[i].FirstMS = ptr(ms)
+			rs[i].LastMS = ptr(ms + span)
+		}
+		return rs
+	}
+	tests := []struct {
+		name    string
+		replies []measure.Reply
+		wantOK  bool
+		want    string
+	}{
+		{"a 12% drop fails", rated(88, 88, 88), false, "the rate fell by more than allowed: rate 88.0 tok/s against 100.0 (-12.0%), first token 300 ms against 300 (+0.0%); allowed 10%"},
+		{"an 8% drop passes", rated(92, 92, 92), true, "rate 92.0 tok/s against 100.0 (-8.0%)"},
+		{"a rise passes", rated(120, 120, 120), true, "(+20.0%)"},
+		{"a 10% drop is allowed", exactRates(90, 90, 90), true, "(-10.0%)"},
+		{"a first token 10% later is allowed", firsts(exactRates(100, 100, 100), 330), true, "first token 330 ms against 300 (+10.0%)"},
+		{"a first token 12% later fails", firsts(rated(100, 100, 100), 336), false, "the first token rose by more than allowed: rate 100.0 tok/s against 100.0 (+0.0%), first token 336 ms against 300 (+12.0%)"},
+		{"both", firsts(rated(50, 50, 50), 400), false, "the rate fell and the first token rose by more than allowed"},
+		{"nothing to compare", []measure.Reply{{N: 1, Error: "x"}}, false, "no rate or first token to compare with the baseline last-release/result.json"},
+		{"a serve's rate without a first token", []measure.Reply{{N: 1, Content: "ok", Server: &measure.ServerTimings{PredictedPerSecond: 100}}}, false, "no rate or first token to compare"},
+	}
+	for _, tt := range tests {
+		l := l
+		if strings.HasPrefix(tt.name, "a serve's rate") {
+			l.RateSource = RateServer
+		}
+		v := Judge(Input{Route: evidence, Replies: tt.replies, Limits: l, Baseline: base})
+		if len(v.Assertions) != 5 {
+			t.Fatalf("%s: %d assertions, want 5", tt.name, len(v.Assertions))
+		}
+		a := v.Assertions[4]
+		if a.Name != Regression || a.OK != tt.wantOK || !strings.Contains(a.Detail, tt.want) {
+			t.Errorf("%s: baseline = %+v, want ok %v and %q", tt.name, a, tt.wantOK, tt.want)
+		}
+		if !a.OK && v.Pass {
+			t.Errorf("%s: a failed baseline passed the run", tt.name)
+		}
+	}
+	v := Judge(Input{NoReplies: "never ready", Baseline: base, Limits: l})
+	if len(v.Assertions) != 5 || v.Assertions[4].Name != Regression || v.Assertions[4].OK {
+		t.Errorf("Judge(no replies, baseline) = %+v, want five failed assertions", v.Assertions)
+	}
+	if v := Judge(Input{Route: evidence, Replies: rated(90, 90, 90), Limits: l}); len(v.Assertions) != 4 {
+		t.Errorf("Judge() without a baseline has %d assertions, want 4", len(v.Assertions))
+	}
+}
