@@ -104,6 +104,10 @@ func (e *env) run(ctx context.Context, args []string) int {
 			}
 		}
 	}
+	if err := c.ApplyPreset(setFlags(fs)); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
+		return exitUsage
+	}
 	return e.gate(ctx, c, a)
 }
 

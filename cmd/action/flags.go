@@ -35,12 +35,16 @@ func (p *patterns) Set(v string) error {
 // runFlags defines the gate's flags on fs, writing into c. The names are the
 // action's input names too.
 func runFlags(fs *flag.FlagSet, c *config.Config) {
+	fs.StringVar(&c.Preset, "preset", c.Preset, "a kind of serve, which sets what it needs unless set here: "+strings.Join(config.PresetNames(), ", "))
 	fs.StringVar(&c.Serve, "serve", c.Serve, "the serve's command line, with {port} and {model}; split like a shell splits words, never run by a shell")
 	fs.StringVar(&c.Model, "model", c.Model, "the model: fills {model} and the requests' \"model\"")
 	fs.IntVar(&c.Port, "port", c.Port, "port the serve listens on (0: pick a free one)")
 	fs.StringVar(&c.Health, "health", c.Health, "health path, or auto (tries "+strings.Join(config.AutoHealthPaths, ", ")+")")
+	fs.StringVar(&c.ChatPath, "chat-path", c.ChatPath, "the chat completions path")
+	fs.StringVar(&c.StatsPath, "stats-path", c.StatsPath, "a path with the serve's own figures of its last request (Lemonade's /api/v1/stats), read after each reply")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", c.ReadyTimeout, "how long the serve may take to answer health")
 	fs.IntVar(&c.Replies, "replies", c.Replies, "replies to judge")
+	fs.IntVar(&c.MaxReplies, "max-replies", c.MaxReplies, "replies taken at most when the median's 95% interval holds the floor or the first-token limit")
 	fs.IntVar(&c.Warmup, "warmup", c.Warmup, "warm-up requests, recorded and not judged")
 	fs.IntVar(&c.MaxTokens, "max-tokens", c.MaxTokens, "max_tokens of each request")
 	fs.Float64Var(&c.Floor, "floor", c.Floor, "median decode rate floor, tok/s")
@@ -49,6 +53,9 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern of a serve log line naming the slow route (repeatable)")
 	fs.StringVar(&c.Prompts, "prompts", c.Prompts, "file of prompts, one a line or JSON {\"prompt\",\"expect\"} (default: a built-in set of five)")
 	fs.StringVar(&c.Thinking, "thinking", c.Thinking, "on or off: chat_template_kwargs.enable_thinking")
+	fs.StringVar(&c.ThinkingControl, "thinking-control", c.ThinkingControl, "how thinking is turned on or off: chat-template-kwargs, reasoning-effort or both")
+	fs.StringVar(&c.Baseline, "baseline", c.Baseline, "an earlier run's result.json: adds the baseline assertion")
+	fs.Float64Var(&c.MaxRegression, "max-regression", c.MaxRegression, "percent the median rate may fall, or the median first token rise, against --baseline")
 	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client (timed from the stream) or server (the serve's timings)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "limit for one whole reply")
 	fs.StringVar(&c.Out, "out", c.Out, "directory for serve.log, reply_N.json, result.json, summary.md (default: a fresh one)")
@@ -90,4 +97,12 @@ func fromInputs(fs *flag.FlagSet, a *githubactions.Action) error {
 		return fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
 	return nil
+}
+
+// setFlags reports which flags of fs were set, by the command line or an
+// input.
+func setFlags(fs *flag.FlagSet) func(string) bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return func(name string) bool { return set[name] }
 }

@@ -9,40 +9,48 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
 // Config is the gate's settings, by the names of its flags and action inputs.
 type Config struct {
-	Serve          string // the serve's command line, with {port} and {model}
-	Model          string
-	Port           int // 0: pick a free one
-	Health         string
-	ReadyTimeout   time.Duration
-	Replies        int
-	Warmup         int
-	MaxTokens      int
-	Floor          float64
-	FirstTokenMS   float64
-	FastRoute      []string
-	SlowRoute      []string
-	Prompts        string // a file; "" for the built-in set
-	Thinking       string
-	RateSource     string
-	RequestTimeout time.Duration
-	Out            string // "" for a fresh directory
-	Hold           string
-	HoldTimeout    time.Duration
-	Device         string
-	CheckName      string
-	Comment        string
-	PRNumber       int // the pull request to comment on from a push; 0: the event's
-	GitHubToken    string
+	Preset          string // a kind of serve whose needs set the defaults below
+	Serve           string // the serve's command line, with {port} and {model}
+	Model           string
+	Port            int // 0: pick a free one
+	Health          string
+	ChatPath        string
+	StatsPath       string // the serve's figures of its last request, read after each reply; "" for none
+	ReadyTimeout    time.Duration
+	Replies         int
+	MaxReplies      int // replies taken at most while the verdict is in doubt
+	Warmup          int
+	MaxTokens       int
+	Floor           float64
+	FirstTokenMS    float64
+	FastRoute       []string
+	SlowRoute       []string
+	Prompts         string // a file; "" for the built-in set
+	Thinking        string
+	ThinkingControl string
+	RateSource      string
+	Baseline        string  // an earlier run's result.json
+	MaxRegression   float64 // percent the median rate may fall, or the first token rise, against it
+	RequestTimeout  time.Duration
+	Out             string // "" for a fresh directory
+	Hold            string
+	HoldTimeout     time.Duration
+	Device          string
+	CheckName       string
+	Comment         string
+	PRNumber        int // the pull request to comment on from a push; 0: the event's
+	GitHubToken     string
 }
 
 // HealthAuto tries the health paths serves commonly answer on.
@@ -54,23 +62,27 @@ var AutoHealthPaths = []string{"/health", "/v1/health", "/api/v1/health"}
 // Default is the configuration before any flag or input.
 func Default() Config {
 	return Config{
-		Health:         HealthAuto,
-		ReadyTimeout:   5 * time.Minute,
-		Replies:        5,
-		Warmup:         1,
-		MaxTokens:      128,
-		Floor:          60,
-		FirstTokenMS:   600,
-		FastRoute:      judge.DefaultFastRoute,
-		SlowRoute:      judge.DefaultSlowRoute,
-		Thinking:       "off",
-		RateSource:     judge.RateClient,
-		RequestTimeout: 2 * time.Minute,
-		Hold:           "builtin",
-		HoldTimeout:    30 * time.Minute,
-		Device:         "npu",
-		CheckName:      "npu serve smoke",
-		Comment:        "on-pr",
+		Health:          HealthAuto,
+		ChatPath:        "/v1/chat/completions",
+		ReadyTimeout:    5 * time.Minute,
+		Replies:         5,
+		MaxReplies:      15,
+		Warmup:          1,
+		MaxTokens:       128,
+		Floor:           60,
+		FirstTokenMS:    600,
+		FastRoute:       DefaultFastRoute(),
+		SlowRoute:       DefaultSlowRoute(),
+		Thinking:        "off",
+		ThinkingControl: ThinkingKwargs,
+		RateSource:      judge.RateClient,
+		MaxRegression:   10,
+		RequestTimeout:  2 * time.Minute,
+		Hold:            "builtin",
+		HoldTimeout:     30 * time.Minute,
+		Device:          "npu",
+		CheckName:       "npu serve smoke",
+		Comment:         "on-pr",
 	}
 }
 
@@ -81,12 +93,20 @@ type Plan struct {
 	Executable  string   // the serve's executable as found
 	Prompts     []prompts.Prompt
 	HealthPaths []string
-	HoldCommand string // for --hold command:NAME, NAME as found
+	HoldCommand string          // for --hold command:NAME, NAME as found
+	Baseline    *judge.Baseline // the baseline's medians, when there is one
 }
+
+// DefaultFastRoute and DefaultSlowRoute are the reference serve's own
+// wording for its routes, fresh copies each call.
+func DefaultFastRoute() []string { return slices.Clone(judge.DefaultFastRoute) }
+
+// DefaultSlowRoute: see DefaultFastRoute.
+func DefaultSlowRoute() []string { return slices.Clone(judge.DefaultSlowRoute) }
 
 // Limits are the judging limits of the configuration.
 func (c *Config) Limits() judge.Limits {
-	return judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource}
+	return judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: c.MaxRegression / 100}
 }
 
 // LookPath finds an executable, as exec.LookPath does.
@@ -143,6 +163,9 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.Replies < 1 {
 		bad("--replies %d: pass 1 or more", c.Replies)
 	}
+	if c.MaxReplies < 1 {
+		bad("--max-replies %d: pass 1 or more (it is raised to --replies when lower)", c.MaxReplies)
+	}
 	if c.Warmup < 0 {
 		bad("--warmup %d: pass 0 or more", c.Warmup)
 	}
@@ -152,6 +175,11 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if err := c.CheckLimits(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.Baseline != "" {
+		if p.Baseline, err = LoadBaseline(c.Baseline, c.Limits()); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.Prompts == "" {
 		p.Prompts = prompts.Builtin()
 	} else if p.Prompts, err = prompts.Load(c.Prompts); err != nil {
@@ -159,6 +187,14 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	}
 	if c.Thinking != "on" && c.Thinking != "off" {
 		bad("--thinking %q: pass on or off", c.Thinking)
+	}
+	if !slices.Contains([]string{ThinkingKwargs, ThinkingEffort, ThinkingBoth}, c.ThinkingControl) {
+		bad("--thinking-control %q: pass %s, %s or %s", c.ThinkingControl, ThinkingKwargs, ThinkingEffort, ThinkingBoth)
+	}
+	for name, path := range map[string]string{"--chat-path": c.ChatPath, "--stats-path": c.StatsPath} {
+		if path != "" && !strings.HasPrefix(path, "/") || name == "--chat-path" && path == "" {
+			bad("%s %q: pass a path that starts with /", name, path)
+		}
 	}
 	for name, d := range map[string]time.Duration{"--ready-timeout": c.ReadyTimeout, "--request-timeout": c.RequestTimeout, "--hold-timeout": c.HoldTimeout} {
 		if d <= 0 {
@@ -218,10 +254,27 @@ func (c *Config) CheckLimits() error {
 	if c.RateSource != judge.RateClient && c.RateSource != judge.RateServer {
 		errs = append(errs, fmt.Errorf("--rate-source %q: pass client or server", c.RateSource))
 	}
+	if !(c.MaxRegression >= 0 && c.MaxRegression < 100) {
+		errs = append(errs, fmt.Errorf("--max-regression %v: pass a percentage from 0 to under 100, e.g. 10", c.MaxRegression))
+	}
 	if _, err := judge.NewRouteMatcher(c.FastRoute, c.SlowRoute); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// LoadBaseline reads an earlier run's result.json and gives its medians,
+// figured as the limits would judge them now.
+func LoadBaseline(path string, l judge.Limits) (*judge.Baseline, error) {
+	r, err := report.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--baseline: %v; pass the result.json of an earlier run (e.g. the last release's artifact)", err)
+	}
+	rates, firstMS, _ := judge.Figures(r.Replies, l)
+	if len(rates) == 0 || len(firstMS) == 0 {
+		return nil, fmt.Errorf("--baseline %s holds no decode rate and first token to compare with (verdict %s); pass a run that measured some", path, r.Verdict)
+	}
+	return &judge.Baseline{File: path, Rate: judge.Median(rates), FirstTokenMS: judge.Median(firstMS)}, nil
 }
 
 // checkOut makes sure the out directory can be written and holds no earlier

@@ -25,6 +25,7 @@ func found(names ...string) LookPath {
 	}
 }
 
+
 func good(t *testing.T) Config {
 	c := Default()
 	c.Serve = "llama-server -m {model} --port {port} --host 127.0.0.1"
@@ -129,6 +130,16 @@ func TestCheckBad(t *testing.T) {
 		{"out not writable", func(c *Config) { c.Out = readOnly }, "--out " + readOnly + " cannot be written"},
 		{"out is a file", func(c *Config) { c.Out = file + "/sub" }, "--out " + file + "/sub cannot be created"},
 		{"out holds a run", func(c *Config) { c.Out = used }, "already holds a run (reply_1.json)"},
+		{"max-replies below 1", func(c *Config) { c.MaxReplies = 0 }, "--max-replies 0: pass 1 or more"},
+		{"thinking control", func(c *Config) { c.ThinkingControl = "prompt" }, `--thinking-control "prompt": pass chat-template-kwargs, reasoning-effort or both`},
+		{"chat path without slash", func(c *Config) { c.ChatPath = "v1/chat" }, `--chat-path "v1/chat": pass a path that starts with /`},
+		{"chat path empty", func(c *Config) { c.ChatPath = "" }, `--chat-path "": pass a path`},
+		{"stats path without slash", func(c *Config) { c.StatsPath = "stats" }, `--stats-path "stats": pass a path`},
+		{"max-regression negative", func(c *Config) { c.MaxRegression = -1 }, "--max-regression -1: pass a percentage from 0 to under 100"},
+		{"max-regression 100", func(c *Config) { c.MaxRegression = 100 }, "--max-regression 100"},
+		{"max-regression NaN", func(c *Config) { c.MaxRegression = nan() }, "--max-regression NaN"},
+		{"baseline missing", func(c *Config) { c.Baseline = "/nonexistent/result.json" }, "--baseline: /nonexistent/result.json: no such file or directory; pass the result.json of an earlier run"},
+		{"baseline foreign", func(c *Config) { c.Baseline = file }, "not a result file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,3 +172,90 @@ func TestCheckListsEveryProblem(t *testing.T) {
 
 func inf() float64 { var z float64; return 1 / z }
 func nan() float64 { var z float64; return z / z }
+
+func TestBaselineLoads(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	goodFile := write("good.json", `{"schema": "npu-serve-smoke/v1", "verdict": "pass", "replies": [
+		{"n": 1, "first_ms": 250, "last_ms": 1520, "completion_tokens": 128, "content": "x"},
+		{"n": 2, "first_ms": 300, "last_ms": 1570, "completion_tokens": 128, "content": "x"},
+		{"n": 3, "first_ms": 350, "last_ms": 2890, "completion_tokens": 128, "content": "x"}]}`)
+	c := Default()
+	b, err := LoadBaseline(goodFile, c.Limits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.File != goodFile || b.Rate != 100 || b.FirstTokenMS != 300 {
+		t.Errorf("LoadBaseline() = %+v, want the medians 100 tok/s and 300 ms", b)
+	}
+	empty := write("empty.json", `{"schema": "npu-serve-smoke/v1", "verdict": "fail", "replies": []}`)
+	if _, err := LoadBaseline(empty, c.Limits()); err == nil || !strings.Contains(err.Error(), "holds no decode rate and first token to compare with (verdict fail)") {
+		t.Errorf("LoadBaseline(no replies) = %v", err)
+	}
+	other := write("other.json", `{"schema": "other/v2"}`)
+	if _, err := LoadBaseline(other, c.Limits()); err == nil || !strings.Contains(err.Error(), `schema "other/v2"`) {
+		t.Errorf("LoadBaseline(foreign) = %v", err)
+	}
+	cfg := good(t)
+	cfg.Baseline = goodFile
+	p, err := cfg.Check(found("llama-server"))
+	if err != nil || p.Baseline == nil || p.Baseline.Rate != 100 {
+		t.Errorf("Check() with a baseline = %+v, %v", p, err)
+	}
+	if l := cfg.Limits(); l.MaxRegression != 0.10 {
+		t.Errorf("Limits().MaxRegression = %v, want 0.10 from 10%%", l.MaxRegression)
+	}
+}
+
+func TestApplyPreset(t *testing.T) {
+	c := Default()
+	c.Preset = "ollama"
+	set := map[string]bool{"fast-route": true}
+	c.FastRoute = []string{"mine"}
+	if err := c.ApplyPreset(func(f string) bool { return set[f] }); err != nil {
+		t.Fatal(err)
+	}
+	if c.Health != "/" || c.ChatPath != "/v1/chat/completions" || c.ThinkingControl != ThinkingEffort || c.StatsPath != "" {
+		t.Errorf("ApplyPreset(ollama) = health %q chat %q thinking %q stats %q", c.Health, c.ChatPath, c.ThinkingControl, c.StatsPath)
+	}
+	if diff := cmp.Diff([]string{"mine"}, c.FastRoute); diff != "" {
+		t.Errorf("a fast-route the user set was replaced (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Presets["ollama"].SlowRoute, c.SlowRoute); diff != "" {
+		t.Errorf("slow-route (-want +got):\n%s", diff)
+	}
+
+	c = Default()
+	c.Preset = "lemonade"
+	c.Health = "/mine"
+	if err := c.ApplyPreset(func(f string) bool { return f == "health" }); err != nil {
+		t.Fatal(err)
+	}
+	if c.Health != "/mine" || c.ChatPath != "/api/v1/chat/completions" || c.StatsPath != "/api/v1/stats" {
+		t.Errorf("ApplyPreset(lemonade) with --health set = %q %q %q", c.Health, c.ChatPath, c.StatsPath)
+	}
+
+	c = Default()
+	c.Preset = "tgi"
+	if err := c.ApplyPreset(func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), `--preset "tgi": pass one of 1bit, lemonade, llama.cpp, ollama, vllm`) {
+		t.Errorf("ApplyPreset(tgi) = %v", err)
+	}
+	c = Default()
+	before := c
+	if err := c.ApplyPreset(func(string) bool { return false }); err != nil || !cmp.Equal(before, c) {
+		t.Errorf("ApplyPreset() with no preset changed the config: %v", err)
+	}
+	// Every preset's patterns compile, and its paths pass the checks.
+	for name := range Presets {
+		c := good(t)
+		c.Preset = name
+		c.ApplyPreset(func(string) bool { return false })
+		if _, err := c.Check(found("llama-server")); err != nil {
+			t.Errorf("preset %s does not check: %v", name, err)
+		}
+	}
+}

@@ -200,25 +200,34 @@ func Read(dir string) (*Result, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory; pass the out directory of a run", dir)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, ResultFile))
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, ResultFile)); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s holds no %s, so it is not the out directory of a finished run; pass the directory named on a run's \"out:\" line", dir, ResultFile)
 	}
+	r, err := ReadFile(filepath.Join(dir, ResultFile))
 	if err != nil {
 		return nil, err
-	}
-	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a result file (%v)", filepath.Join(dir, ResultFile), err)
-	}
-	if r.Schema != Schema {
-		return nil, fmt.Errorf("%s: schema %q, want %q; it was written by another tool or version", filepath.Join(dir, ResultFile), r.Schema, Schema)
 	}
 	replies, err := readReplies(dir)
 	if err != nil {
 		return nil, err
 	}
 	r.Replies = merge(r.Replies, replies)
+	return r, nil
+}
+
+// ReadFile reads one result.json.
+func ReadFile(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, unwrapPath(err))
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a result file (%v)", path, err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("%s: schema %q, want %q; it was written by another tool or version", path, r.Schema, Schema)
+	}
 	return &r, nil
 }
 
