@@ -25,7 +25,6 @@ func found(names ...string) LookPath {
 	}
 }
 
-
 func good(t *testing.T) Config {
 	c := Default()
 	c.Serve = "llama-server -m {model} --port {port} --host 127.0.0.1"
