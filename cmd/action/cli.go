@@ -306,6 +306,12 @@ func (e *env) print(res *report.Result) {
 		}
 	}
 	report.Console(e.stdout, res)
+	if iv := res.Intervals.Rate; iv != nil {
+		fmt.Fprintf(e.stderr, "median rate %.1f tok/s, %.1f%% interval %.1f–%.1f, over %d replies\n", iv.Median, iv.Coverage*100, iv.Lo, iv.Hi, iv.N)
+	}
+	if res.Extra.Replies > 0 {
+		fmt.Fprintf(e.stderr, "%d replies more than --replies: %s\n", res.Extra.Replies, res.Extra.Why)
+	}
 }
 
 // judge re-judges a finished run from its out directory: the serve log and
@@ -320,6 +326,8 @@ func (e *env) judge(args []string) int {
 	fs.Float64Var(&d.Floor, "floor", d.Floor, "median decode rate floor, tok/s")
 	fs.Float64Var(&d.FirstTokenMS, "first-token-ms", d.FirstTokenMS, "median first-token limit, ms")
 	fs.StringVar(&d.RateSource, "rate-source", d.RateSource, "client or server")
+	fs.StringVar(&d.Baseline, "baseline", "", "an earlier run's result.json to compare with")
+	fs.Float64Var(&d.MaxRegression, "max-regression", d.MaxRegression, "percent the median rate may fall, or the first token rise, against the baseline")
 	fs.Var(&patterns{list: &d.FastRoute}, "fast-route", "RE2 pattern naming the fast route (repeatable)")
 	fs.Var(&patterns{list: &d.SlowRoute}, "slow-route", "RE2 pattern naming the slow route (repeatable)")
 	// The directory may come before or after the flags.
@@ -355,6 +363,8 @@ func (e *env) judge(args []string) int {
 			res.Limits.FirstTokenMS = d.FirstTokenMS
 		case "rate-source":
 			res.Limits.RateSource = d.RateSource
+		case "max-regression":
+			res.Limits.MaxRegression = d.MaxRegression / 100
 		case "fast-route":
 			fast = d.FastRoute
 		case "slow-route":
@@ -364,8 +374,19 @@ func (e *env) judge(args []string) int {
 	// The limits given here get the same checks as the gate's.
 	c := config.Default()
 	c.Floor, c.FirstTokenMS, c.RateSource, c.FastRoute, c.SlowRoute = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource, fast, slow
+	c.MaxRegression = res.Limits.MaxRegression * 100
 	if err := c.CheckLimits(); err != nil {
 		problems = append(problems, err.Error())
+	}
+	if d.Baseline != "" {
+		b, err := config.LoadBaseline(d.Baseline, res.Limits)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		res.Baseline = b
+		if res.Limits.MaxRegression == 0 && !setFlags(fs)("max-regression") {
+			res.Limits.MaxRegression = config.Default().MaxRegression / 100
+		}
 	}
 	if len(problems) > 0 {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: bad input:\n%s\n", indent(strings.Join(problems, "\n")))

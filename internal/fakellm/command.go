@@ -47,10 +47,14 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		closeStdio  = fs.Bool("close-stdio", false, "close stdin, stdout and stderr once listening")
 	)
 	fs.StringVar(&opt.Model, "model", "sim-0.6B", "model name")
+	fs.StringVar(&opt.Persona, "persona", "", "behave like a kind of serve: "+strings.Join(PersonaNames(), ", ")+" (default: the reference serve)")
+	fs.Float64Var(&opt.RateNoise, "rate-noise", 0, "draw each request's rate from --rate ± this fraction")
+	fs.Uint64Var(&opt.Seed, "seed", 1, "seed of --rate-noise")
+	fs.BoolVar(&opt.Instant, "instant", false, "stream without pacing; report the nominal rate in timings")
 	fs.StringVar(&opt.Route, "route", RouteFast, "route the log names: fast, slow, both or neither")
 	fs.IntVar(&opt.AnswerTokens, "answer-tokens", 0, "tokens in a full answer (0: more than max_tokens)")
 	fs.BoolVar(&opt.ThinkingAlways, "thinking-always", false, "reason even when the request turns thinking off")
-	fs.StringVar(&opt.ReasoningField, "reasoning-field", "reasoning_content", "the delta field reasoning goes in")
+	fs.StringVar(&opt.ReasoningField, "reasoning-field", "", "the delta field reasoning goes in (default: the persona's)")
 	fs.IntVar(&opt.Degenerate, "degenerate", 0, "request N answers one character repeated")
 	fs.IntVar(&opt.ErrorAt, "error-at", 0, "request N answers HTTP 500")
 	fs.IntVar(&opt.ExitMidStream, "exit-mid-stream", 0, "the serve exits during request N")
@@ -61,13 +65,17 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opt.NoTimings, "no-timings", false, "never send timings")
 	fs.BoolVar(&opt.NeverReady, "never-ready", false, "health answers 503 forever")
 	fs.DurationVar(&opt.ReadyAfter, "ready-after", 0, "health answers 503 until this long after start")
-	fs.StringVar(&opt.HealthPath, "health-path", "/health", "health path")
+	fs.StringVar(&opt.HealthPath, "health-path", "", "health path (default: the persona's)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	p, ok := profiles[opt.Route]
 	if !ok {
 		fmt.Fprintf(stderr, "fakellm: --route %q: want fast, slow, both or neither\n", opt.Route)
+		return 2
+	}
+	if _, ok := personas[opt.Persona]; !ok {
+		fmt.Fprintf(stderr, "fakellm: --persona %q: want one of %s\n", opt.Persona, strings.Join(PersonaNames(), ", "))
 		return 2
 	}
 	opt.Rates, opt.FirstTokenMS = p.rates, p.firstMS

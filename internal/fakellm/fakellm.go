@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,10 +37,23 @@ type Options struct {
 	Model string
 	Route string // RouteFast, RouteSlow, RouteBoth or RouteNeither
 
+	// Persona makes the simulated serve behave like one kind of serve: its
+	// paths, how it turns thinking off, its reasoning field, its own figures
+	// and its log lines. "" is the reference serve.
+	Persona string
+
 	// Rates is the decode rate in tok/s for request 1, 2, ...; the last one
 	// repeats. 0 streams without pacing.
 	Rates        []float64
 	FirstTokenMS float64 // delay before the first token
+	// RateNoise draws each request's rate from Rates' figure ± that fraction,
+	// uniformly, from a generator seeded with Seed and the request's number:
+	// the same seed gives the same rates.
+	RateNoise float64
+	Seed      uint64
+	// Instant streams without pacing, and reports the nominal rate as the
+	// serve's own timings.predicted_per_second.
+	Instant bool
 
 	AnswerTokens int // tokens in a full answer; 0: always more than max_tokens
 
@@ -71,11 +86,21 @@ type Options struct {
 // Server is a simulated serve's HTTP handler.
 type Server struct {
 	opt     Options
+	p       persona
 	start   time.Time
 	mu      sync.Mutex
-	n       int // requests so far
+	n       int   // requests so far
+	last    stats // of the last request, for a persona with a stats path
 	logMu   sync.Mutex
 	started bool
+}
+
+// stats are Lemonade's figures of the last request.
+type stats struct {
+	TTFT   float64 `json:"time_to_first_token"`
+	TPS    float64 `json:"tokens_per_second"`
+	Input  int     `json:"input_tokens"`
+	Output int     `json:"output_tokens"`
 }
 
 // New returns a simulated serve and prints its start-up lines to opt.Log.
@@ -86,29 +111,81 @@ func New(opt Options) *Server {
 	if opt.Route == "" {
 		opt.Route = RouteFast
 	}
-	if opt.ReasoningField == "" {
-		opt.ReasoningField = "reasoning_content"
-	}
-	if opt.HealthPath == "" {
-		opt.HealthPath = "/health"
-	}
 	if opt.Log == nil {
 		opt.Log = io.Discard
 	}
-	s := &Server{opt: opt, start: time.Now()}
+	p := personas[opt.Persona]
+	if opt.ReasoningField == "" {
+		opt.ReasoningField = p.reasoningField
+	}
+	if opt.HealthPath == "" {
+		opt.HealthPath = p.health
+	}
+	s := &Server{opt: opt, p: p, start: time.Now()}
 	s.logf("loading model %s", opt.Model)
 	if opt.Say != "" {
 		fmt.Fprintln(opt.Log, opt.Say)
 	}
+	fast, slow := p.fastLine, p.slowLine
+	s.logMu.Lock()
 	switch opt.Route {
 	case RouteFast, RouteBoth:
-		s.logf("%s ready on the private route dx (4 of 4 roles have a 16-row decode kernel)", opt.Model)
+		fmt.Fprintf(opt.Log, fast+"\n", opt.Model)
 	case RouteSlow:
-		s.logf("no 16-row decode kernel found for %s; serving with the per-op forward", opt.Model)
+		fmt.Fprintf(opt.Log, slow+"\n", opt.Model)
 	default:
-		s.logf("%s ready", opt.Model)
+		fmt.Fprintf(opt.Log, "fakellm: %s ready\n", opt.Model)
 	}
+	s.logMu.Unlock()
 	return s
+}
+
+// persona is how one kind of serve answers, as its documentation and source
+// describe it.
+type persona struct {
+	health         string   // answers 200 when ready
+	chatPaths      []string // take chat requests
+	statsPath      string   // Lemonade's figures of the last request
+	reasoningField string   // the delta field reasoning streams in
+	thinkingOff    string   // "kwargs": chat_template_kwargs.enable_thinking; "effort": reasoning_effort "none"
+	timings        bool     // llama.cpp's timings in the last chunk
+	fastLine       string   // the log line of the fast route (%s: the model)
+	slowLine       string   // the log line of the slow route
+}
+
+// Personas the simulated serve can take.
+const (
+	PersonaLlamaCpp = "llama.cpp"
+	PersonaVLLM     = "vllm"
+	PersonaLemonade = "lemonade"
+	PersonaOllama   = "ollama"
+	Persona1bit     = "1bit"
+)
+
+var personas = map[string]persona{
+	"": {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
+		fastLine: "fakellm: %s ready on the private route dx (4 of 4 roles have a 16-row decode kernel)",
+		slowLine: "fakellm: no 16-row decode kernel found for %s; serving with the per-op forward"},
+	Persona1bit: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
+		fastLine: "npu: %s ready on the private route dx (4 of 4 roles have a 16-row decode kernel)",
+		slowLine: "npu: no 16-row decode kernel for %s; using the per-op forward"},
+	PersonaLlamaCpp: {health: "/health", chatPaths: []string{"/v1/chat/completions", "/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
+		fastLine: "load_tensors: offloaded 29/29 layers to GPU (%s)",
+		slowLine: "load_tensors: offloaded 0/29 layers to GPU (%s)"},
+	PersonaVLLM: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs",
+		fastLine: "INFO [cuda.py:240] Using FLASH_ATTN backend. (%s)",
+		slowLine: "INFO [cpu.py:120] Using TORCH_SDPA backend. (%s)"},
+	PersonaLemonade: {health: "/api/v1/health", chatPaths: []string{"/api/v1/chat/completions", "/v1/chat/completions"}, statsPath: "/api/v1/stats", reasoningField: "reasoning_content", thinkingOff: "kwargs",
+		fastLine: "load_tensors: offloaded 29/29 layers to GPU (%s)",
+		slowLine: "load_tensors: offloaded 0/29 layers to GPU (%s)"},
+	PersonaOllama: {health: "/", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "effort",
+		fastLine: "load_tensors: offloaded 29/29 layers to GPU (%s)",
+		slowLine: "load_tensors: offloaded 0/29 layers to GPU (%s)"},
+}
+
+// PersonaNames are the personas, for flags.
+func PersonaNames() []string {
+	return []string{PersonaLlamaCpp, PersonaVLLM, PersonaLemonade, PersonaOllama, Persona1bit}
 }
 
 func (s *Server) logf(format string, args ...any) {
@@ -119,12 +196,18 @@ func (s *Server) logf(format string, args ...any) {
 
 // ServeHTTP answers health and chat requests.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
-	case s.opt.HealthPath:
+	switch path := r.URL.Path; {
+	case path == s.opt.HealthPath:
 		s.health(w)
-	case "/v1/chat/completions":
+	case slices.Contains(s.p.chatPaths, path):
 		s.chat(w, r)
-	case "/v1/models":
+	case s.p.statsPath != "" && path == s.p.statsPath:
+		s.mu.Lock()
+		st := s.last
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(st)
+	case path == "/v1/models":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, s.opt.Model)
 	default:
@@ -136,6 +219,10 @@ func (s *Server) health(w http.ResponseWriter) {
 	if s.opt.NeverReady || time.Since(s.start) < s.opt.ReadyAfter {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, `{"status":"loading model"}`)
+		return
+	}
+	if s.opt.HealthPath == "/" { // Ollama
+		io.WriteString(w, "Ollama is running")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -156,6 +243,7 @@ type chatRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
+	ReasoningEffort    string         `json:"reasoning_effort"`
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -178,7 +266,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !s.started && s.opt.Route == RouteBoth {
 		s.started = true
 		s.logMu.Lock()
-		fmt.Fprintf(s.opt.Log, "fakellm: kernel fault in role ffn; retrying on the per-op forward\n")
+		fmt.Fprintf(s.opt.Log, "fakellm: kernel fault in role ffn; retrying\n"+s.p.slowLine+"\n", s.opt.Model)
 		s.logMu.Unlock()
 	}
 	s.mu.Unlock()
@@ -193,7 +281,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	tokens := s.answer(prompt, n, req.MaxTokens)
-	thinking := s.opt.ThinkingAlways || req.ChatTemplateKwargs["enable_thinking"] != false
+	// Like Qwen3, the serve thinks unless the request turns it off in the
+	// way this kind of serve understands.
+	off := req.ChatTemplateKwargs["enable_thinking"] == false
+	if s.p.thinkingOff == "effort" {
+		off = req.ReasoningEffort == "none"
+	}
+	thinking := s.opt.ThinkingAlways || !off
 	finish := "length"
 	if s.opt.AnswerTokens > 0 && s.opt.AnswerTokens < req.MaxTokens {
 		finish = "stop"
@@ -246,11 +340,17 @@ var vocabulary = strings.Fields(`the serve answers each question with a steady s
 	carry no meaning but look like text: a cache line holds sixty four bytes and the keeper
 	climbs the tower at dusk while Rome grows and the bread rises overnight in a warm kitchen`)
 
+// rate is request n's nominal decode rate.
 func (s *Server) rate(n int) float64 {
 	if len(s.opt.Rates) == 0 {
 		return 0
 	}
-	return s.opt.Rates[min(n, len(s.opt.Rates))-1]
+	r := s.opt.Rates[min(n, len(s.opt.Rates))-1]
+	if s.opt.RateNoise > 0 {
+		u := rand.New(rand.NewPCG(s.opt.Seed, uint64(n))).Float64()
+		r *= 1 + s.opt.RateNoise*(2*u-1)
+	}
+	return r
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest, n int, tokens []string, thinking bool, finish string) {
@@ -286,7 +386,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 		return
 	}
 	first := time.Now()
-	rate := s.rate(n)
+	nominal := s.rate(n)
+	rate := nominal
+	if s.opt.Instant {
+		rate = 0
+	}
 	field := "content"
 	if thinking {
 		field = s.opt.ReasoningField
@@ -313,12 +417,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	}
 	end := time.Now()
 	last := chunk(map[string]any{}, finish)
-	if !s.opt.NoTimings {
-		decode := end.Sub(first).Seconds()
-		pps := 0.0
-		if decode > 0 {
-			pps = float64(len(tokens)) / decode
-		}
+	decode := end.Sub(first).Seconds()
+	pps := 0.0
+	if decode > 0 {
+		pps = float64(len(tokens)) / decode
+	}
+	if s.opt.Instant {
+		pps = nominal
+	}
+	s.mu.Lock()
+	s.last = stats{TTFT: first.Sub(begin).Seconds(), TPS: pps, Input: 20, Output: len(tokens)}
+	s.mu.Unlock()
+	if s.p.timings && !s.opt.NoTimings {
 		last["timings"] = map[string]any{
 			"prompt_n": 20, "prompt_ms": s.opt.FirstTokenMS,
 			"predicted_n": len(tokens), "predicted_ms": decode * 1000, "predicted_per_second": pps,

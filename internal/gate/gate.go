@@ -31,9 +31,6 @@ const (
 	CancelGrace = 2 * time.Second
 )
 
-// ChatPath is where OpenAI-compatible serves take chat requests.
-const ChatPath = "/v1/chat/completions"
-
 // Gate is one run of the pipeline.
 type Gate struct {
 	Plan    *config.Plan
@@ -92,9 +89,11 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 			MaxTokens: p.MaxTokens, Thinking: p.Thinking, Prompts: orBuiltin(p.Config.Prompts), Out: out,
 			CheckName: p.CheckName, Tool: g.Tool,
 		},
-		Serve:  report.ServeFacts{Argv: wrap(p.HoldCommand, fill(p.Argv, port)), Port: port},
-		Hold:   report.HoldFacts{Mode: p.Hold, Device: p.Device},
-		GitHub: g.GitHub,
+		Serve:    report.ServeFacts{Argv: wrap(p.HoldCommand, fill(p.Argv, port)), Port: port},
+		Hold:     report.HoldFacts{Mode: p.Hold, Device: p.Device},
+		GitHub:   g.GitHub,
+		Baseline: p.Baseline,
+		Extra:    report.Extra{Max: max(p.MaxReplies, p.Replies)},
 	}
 	g.logf("out: %s", out)
 
@@ -197,8 +196,12 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 	}
 
 	pr := &probe.Prober{
-		URL: base + ChatPath, Model: p.Model, MaxTokens: p.MaxTokens,
-		Thinking: p.Thinking == "on", RequestTimeout: p.RequestTimeout,
+		URL: base + p.ChatPath, Model: p.Model, MaxTokens: p.MaxTokens,
+		Thinking: p.Thinking == "on", ThinkingControl: p.ThinkingControl,
+		RequestTimeout: p.RequestTimeout,
+	}
+	if p.StatsPath != "" {
+		pr.StatsURL = base + p.StatsPath
 	}
 	ask := func(n int, warmup bool) (measure.Reply, bool) {
 		prompt := p.Prompts[(n-1)%len(p.Prompts)]
@@ -237,12 +240,32 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 		}
 		res.Warmups = append(res.Warmups, r)
 	}
-	for n := 1; n <= p.Replies; n++ {
+	n := 1
+	for ; n <= p.Replies; n++ {
 		r, ok := ask(n, false)
 		if !ok {
 			return
 		}
 		res.Replies = append(res.Replies, r)
+	}
+	// While the median's interval holds the floor (or the first-token
+	// limit), a few replies more or less could turn the verdict: take more,
+	// up to --max-replies. A serve far from its limits costs none.
+	for ; n <= res.Extra.Max; n++ {
+		why := judge.Undecided(res.Replies, res.Limits)
+		if why == "" {
+			break
+		}
+		if res.Extra.Why == "" {
+			res.Extra.Why = why
+			g.logf("more replies, up to %d: %s", res.Extra.Max, why)
+		}
+		r, ok := ask(n, false)
+		if !ok {
+			return
+		}
+		res.Replies = append(res.Replies, r)
+		res.Extra.Replies++
 	}
 }
 

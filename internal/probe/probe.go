@@ -28,10 +28,17 @@ const (
 
 // Prober asks questions of one serve.
 type Prober struct {
-	URL            string // the chat endpoint, e.g. http://127.0.0.1:8080/v1/chat/completions
-	Model          string // sent as "model" when not empty
-	MaxTokens      int
-	Thinking       bool          // false sends chat_template_kwargs.enable_thinking=false
+	URL       string // the chat endpoint, e.g. http://127.0.0.1:8080/v1/chat/completions
+	Model     string // sent as "model" when not empty
+	MaxTokens int
+	Thinking  bool // false asks the serve not to think
+	// ThinkingControl is how thinking is asked for: "chat-template-kwargs"
+	// (chat_template_kwargs.enable_thinking, the default), "reasoning-effort"
+	// (reasoning_effort "none" when off) or "both".
+	ThinkingControl string
+	// StatsURL, when set, is read after each reply for the serve's own
+	// figures of it (Lemonade's /api/v1/stats).
+	StatsURL       string
 	RequestTimeout time.Duration // for the whole reply, stream included
 	MaxBody        int64         // 0: DefaultMaxBody
 	Client         *http.Client  // nil: a client of its own
@@ -44,7 +51,8 @@ type request struct {
 	Temperature        float64         `json:"temperature"`
 	Stream             bool            `json:"stream"`
 	StreamOptions      streamOptions   `json:"stream_options"`
-	ChatTemplateKwargs map[string]bool `json:"chat_template_kwargs"`
+	ChatTemplateKwargs map[string]bool `json:"chat_template_kwargs,omitempty"`
+	ReasoningEffort    string          `json:"reasoning_effort,omitempty"`
 }
 
 type message struct {
@@ -58,15 +66,23 @@ type streamOptions struct {
 
 // Body is the JSON the prober sends for prompt.
 func (p *Prober) Body(prompt string) []byte {
-	b, _ := json.Marshal(request{
-		Model:              p.Model,
-		Messages:           []message{{Role: "user", Content: prompt}},
-		MaxTokens:          p.MaxTokens,
-		Temperature:        0,
-		Stream:             true,
-		StreamOptions:      streamOptions{IncludeUsage: true},
-		ChatTemplateKwargs: map[string]bool{"enable_thinking": p.Thinking},
-	})
+	req := request{
+		Model:         p.Model,
+		Messages:      []message{{Role: "user", Content: prompt}},
+		MaxTokens:     p.MaxTokens,
+		Temperature:   0,
+		Stream:        true,
+		StreamOptions: streamOptions{IncludeUsage: true},
+	}
+	if p.ThinkingControl != "reasoning-effort" {
+		req.ChatTemplateKwargs = map[string]bool{"enable_thinking": p.Thinking}
+	}
+	if p.ThinkingControl == "reasoning-effort" || p.ThinkingControl == "both" {
+		if !p.Thinking {
+			req.ReasoningEffort = "none"
+		}
+	}
+	b, _ := json.Marshal(req)
 	return b
 }
 
@@ -116,8 +132,50 @@ func (p *Prober) Ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt)
 			err = fmt.Errorf("the stream ran past %d bytes; stopped reading", max)
 		}
 		r.Error = p.describe(ctx, err, &r)
+		return r
+	}
+	if p.StatsURL != "" {
+		if st, err := p.stats(ctx, client); err == nil {
+			r.Server = st
+		}
 	}
 	return r
+}
+
+// stats reads the serve's own figures of its last request, Lemonade's shape:
+// {"time_to_first_token": s, "tokens_per_second": tok/s, "output_tokens": n}.
+func (p *Prober) stats(ctx context.Context, client *http.Client) (*measure.ServerTimings, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.StatsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	var s struct {
+		TTFT   *float64 `json:"time_to_first_token"`
+		TPS    *float64 `json:"tokens_per_second"`
+		Output *int     `json:"output_tokens"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&s); err != nil {
+		return nil, err
+	}
+	if s.TPS == nil {
+		return nil, errors.New("no tokens_per_second")
+	}
+	st := &measure.ServerTimings{PredictedPerSecond: *s.TPS}
+	if s.TTFT != nil {
+		st.PromptMS = *s.TTFT * 1000
+	}
+	if s.Output != nil {
+		st.PredictedN = *s.Output
+	}
+	return st, nil
 }
 
 // describe turns a transport error into words that say what happened.

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
@@ -97,12 +98,17 @@ func markdown(r *Result, withTail bool) string {
 		icon, word = "⏹️", "CANCELLED"
 	}
 	fmt.Fprintf(&b, "### %s npu serve smoke: %s\n\n", icon, word)
-	if m, ok := r.Median(r.Rate); ok {
-		fmt.Fprintf(&b, "Median decode rate **%.1f tok/s** (floor %.1f)", m, r.Limits.Floor)
-		if ft, ok := r.Median((*measure.Reply).FirstTokenMS); ok {
-			fmt.Fprintf(&b, ", median first token **%.0f ms** (limit %.0f)", ft, r.Limits.FirstTokenMS)
+	if iv := r.Intervals.Rate; iv != nil {
+		fmt.Fprintf(&b, "Median decode rate **%.1f tok/s** (%s %.1f–%.1f; floor %.1f)", iv.Median, coverage(iv), iv.Lo, iv.Hi, r.Limits.Floor)
+		if ft := r.Intervals.FirstToken; ft != nil {
+			fmt.Fprintf(&b, ", median first token **%.0f ms** (%s %.0f–%.0f; limit %.0f)", ft.Median, coverage(ft), ft.Lo, ft.Hi, r.Limits.FirstTokenMS)
 		}
-		b.WriteString(".\n\n")
+		fmt.Fprintf(&b, ", over %d replies.", iv.N)
+		if r.Extra.Replies > 0 {
+			fmt.Fprintf(&b, " After %d replies %s, so the gate took %d more (at most %d in all).",
+				len(r.Replies)-r.Extra.Replies, Cell(r.Extra.Why, 200), r.Extra.Replies, r.Extra.Max)
+		}
+		b.WriteString("\n\n")
 	}
 	if r.NoReplies != "" {
 		fmt.Fprintf(&b, "No replies: %s.\n\n", Cell(r.NoReplies, 500))
@@ -122,8 +128,9 @@ func markdown(r *Result, withTail bool) string {
 		for i := range r.Replies {
 			b.WriteString(replyRow(&r.Replies[i]))
 		}
-		fmt.Fprintf(&b, "\n<sub>first token: from just before the request was written to the first chunk with content or reasoning. decode: (tokens − 1) / (last − first chunk), which leaves the first token and prefill out. tokens: usage, else the serve's timings, else chunks (marked ≈). Rate judged on: %s. Warm-ups (%d) are not judged.</sub>\n",
+		fmt.Fprintf(&b, "\n<sub>first token: from just before the request was written to the first chunk with content or reasoning. decode: (tokens − 1) / (last − first chunk), which leaves the first token and prefill out. tokens: usage, else the serve's timings, else chunks (marked ≈). Rate judged on: %s. Warm-ups (%d) are not judged. Intervals: the median's distribution-free interval from order statistics, with its coverage.</sub>\n",
 			rateSource(r.Limits.RateSource), len(r.Warmups))
+		b.WriteString(chart(r))
 	}
 
 	b.WriteString("\n| | |\n|---|---|\n")
@@ -137,6 +144,9 @@ func markdown(r *Result, withTail bool) string {
 		row("runner", Cell(g.Runner, 100))
 	}
 	row("model", Cell(r.Run.Model, 200))
+	if bl := r.Baseline; bl != nil {
+		row("baseline", fmt.Sprintf("%s: median %.1f tok/s, first token %.0f ms; allowed change %.0f%%", Cell(bl.File, 200), bl.Rate, bl.FirstTokenMS, r.Limits.MaxRegression*100))
+	}
 	row("serve", Cell(strings.Join(r.Serve.Argv, " "), 300))
 	row("hold", holdText(r.Hold))
 	if r.Serve.ReadyPath != "" {
@@ -152,6 +162,50 @@ func markdown(r *Result, withTail bool) string {
 		b.WriteString(codeBlock(r.Serve.LogTail))
 		b.WriteString("\n</details>\n")
 	}
+	return b.String()
+}
+
+// coverage names an interval by its coverage: "95% interval", or the lower
+// figure a handful of replies allows.
+func coverage(iv *judge.Interval) string {
+	return fmt.Sprintf("%s%% interval", strconv.FormatFloat(math.Floor(iv.Coverage*1000)/10, 'f', -1, 64))
+}
+
+// chart is a Mermaid chart (GitHub renders it) of each reply's decode rate
+// against the floor, and the baseline's median when there is one. It holds
+// only numbers the gate computed.
+func chart(r *Result) string {
+	var bars []string
+	top := r.Limits.Floor
+	for i := range r.Replies {
+		v, ok := r.Rate(&r.Replies[i])
+		if !ok {
+			v = 0
+		}
+		v = math.Round(v*10) / 10
+		top = max(top, v)
+		bars = append(bars, strconv.FormatFloat(v, 'f', -1, 64))
+	}
+	line := func(v float64) string {
+		return "    line [" + strings.TrimSuffix(strings.Repeat(strconv.FormatFloat(v, 'f', -1, 64)+", ", len(bars)), ", ") + "]\n"
+	}
+	var b strings.Builder
+	b.WriteString("\n```mermaid\nxychart-beta\n    title \"Decode rate per reply (tok/s)\"\n")
+	var xs []string
+	for i := range r.Replies {
+		xs = append(xs, strconv.Itoa(r.Replies[i].N))
+	}
+	legend := fmt.Sprintf("bars: each reply; first line: the floor (%.1f)", r.Limits.Floor)
+	if bl := r.Baseline; bl != nil {
+		top = max(top, bl.Rate)
+		legend += fmt.Sprintf("; second line: the baseline's median (%.1f)", bl.Rate)
+	}
+	fmt.Fprintf(&b, "    x-axis \"reply\" [%s]\n    y-axis \"tok/s\" 0 --> %s\n    bar [%s]\n", strings.Join(xs, ", "), strconv.FormatFloat(math.Ceil(top+top/10), 'f', -1, 64), strings.Join(bars, ", "))
+	b.WriteString(line(r.Limits.Floor))
+	if bl := r.Baseline; bl != nil {
+		b.WriteString(line(math.Round(bl.Rate*10) / 10))
+	}
+	b.WriteString("```\n\n<sub>" + legend + "</sub>\n")
 	return b.String()
 }
 

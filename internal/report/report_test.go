@@ -110,7 +110,7 @@ func TestMarkdown(t *testing.T) {
 	md := Markdown(r, MarkdownLimit)
 	for _, want := range []string{
 		"### ✅ npu serve smoke: PASS\n",
-		"Median decode rate **92.3 tok/s** (floor 60.0), median first token **264 ms** (limit 600).",
+		"Median decode rate **92.3 tok/s** (50% interval 84.7–100.0; floor 60.0), median first token **264 ms** (50% interval 250–277; limit 600), over 2 replies.\n",
 		"| route | ✅ ok | the serve log names the fast route: &quot;ready on the private route dx&quot; \\(line 1\\) |",
 		"| 1 | Explain caches | 250 ms | 100.0 tok/s | 128 | 90.0 tok/s | A cache holds lines. |",
 		"| 2 | Explain caches | 277 ms | 84.7 tok/s | 128 | 90.0 tok/s | Caches. |",
@@ -262,5 +262,45 @@ func TestMedianAndRate(t *testing.T) {
 	r.Replies = nil
 	if _, ok := r.Median(r.Rate); ok {
 		t.Error("Median of no replies is ok")
+	}
+}
+
+func TestMarkdownStabilityBaselineChart(t *testing.T) {
+	r := sample()
+	for i := 3; i <= 9; i++ {
+		rep := r.Replies[0]
+		rep.N = i
+		r.Replies = append(r.Replies, rep)
+	}
+	r.Extra = Extra{Replies: 4, Max: 15, Why: "the median rate's interval 48.8–96.6 tok/s holds the floor 60.0"}
+	r.Baseline = &judge.Baseline{File: "base/result.json", Rate: 95.04, FirstTokenMS: 260}
+	r.Limits.MaxRegression = 0.1
+	r.Judged(judge.Judge(r.Input()))
+	md := Markdown(r, MarkdownLimit)
+	for _, want := range []string{
+		"(96% interval 100.0–100.0; floor 60.0)",
+		"over 9 replies. After 5 replies the median rate's interval 48.8–96.6 tok/s holds the floor 60.0, so",
+		"so the gate took 4 more (at most 15 in all).",
+		"| baseline | base/result.json: median 95.0 tok/s, first token 260 ms; allowed change 10% |",
+		"| baseline | ✅ ok | rate 100.0 tok/s against 95.0",
+		"```mermaid\nxychart-beta\n    title \"Decode rate per reply (tok/s)\"\n    x-axis \"reply\" [1, 2, 3, 4, 5, 6, 7, 8, 9]\n    y-axis \"tok/s\" 0 --> 110\n    bar [100, 84.7, 100, 100, 100, 100, 100, 100, 100]\n    line [60, 60, 60, 60, 60, 60, 60, 60, 60]\n    line [95, 95, 95, 95, 95, 95, 95, 95, 95]\n```",
+		"<sub>bars: each reply; first line: the floor (60.0); second line: the baseline's median (95.0)</sub>",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
+	}
+	// A reply without a rate is a bar at 0, not a gap that shifts the rest.
+	r.Replies[1].FirstMS = nil
+	if md := Markdown(r, MarkdownLimit); !strings.Contains(md, "bar [100, 0, 100,") {
+		t.Errorf("chart of a reply without a rate:\n%s", md)
+	}
+}
+
+func TestCoverageWords(t *testing.T) {
+	for cov, want := range map[float64]string{0.9375: "93.7% interval", 0.96484375: "96.4% interval", 0.5: "50% interval", 0.99: "99% interval"} {
+		if got := coverage(&judge.Interval{Coverage: cov}); got != want {
+			t.Errorf("coverage(%v) = %q, want %q", cov, got, want)
+		}
 	}
 }

@@ -47,10 +47,39 @@ type Result struct {
 	Replies    []measure.Reply   `json:"replies"`
 	Warmups    []measure.Reply   `json:"warmups,omitempty"`
 	NoReplies  string            `json:"no_replies,omitempty"` // why there are none
-	Run        RunFacts          `json:"run"`
-	Serve      ServeFacts        `json:"serve"`
-	Hold       HoldFacts         `json:"hold"`
-	GitHub     *GitHubFacts      `json:"github,omitempty"`
+	Baseline   *judge.Baseline   `json:"baseline,omitempty"`
+	Intervals  Intervals         `json:"intervals"`
+	// Extra says how many replies were taken past --replies, and why.
+	Extra  Extra        `json:"extra"`
+	Run    RunFacts     `json:"run"`
+	Serve  ServeFacts   `json:"serve"`
+	Hold   HoldFacts    `json:"hold"`
+	GitHub *GitHubFacts `json:"github,omitempty"`
+}
+
+// Intervals are the medians' order-statistics intervals.
+type Intervals struct {
+	Rate       *judge.Interval `json:"rate,omitempty"`
+	FirstToken *judge.Interval `json:"first_token,omitempty"`
+}
+
+// Extra is the replies taken because the verdict was in doubt.
+type Extra struct {
+	Replies int    `json:"replies"`
+	Why     string `json:"why,omitempty"`
+	Max     int    `json:"max"` // --max-replies as it applied
+}
+
+// SetIntervals figures the medians' intervals from the replies.
+func (r *Result) SetIntervals() {
+	rates, firstMS, _ := judge.Figures(r.Replies, r.Limits)
+	r.Intervals = Intervals{}
+	if iv, ok := judge.MedianInterval(rates); ok {
+		r.Intervals.Rate = &iv
+	}
+	if iv, ok := judge.MedianInterval(firstMS); ok {
+		r.Intervals.FirstToken = &iv
+	}
 }
 
 // RunFacts say how the run was asked for.
@@ -106,8 +135,9 @@ type GitHubFacts struct {
 // Pass reports whether the verdict is a pass.
 func (r *Result) Pass() bool { return r.Verdict == Pass }
 
-// Judged sets the verdict and assertions from the judge.
+// Judged sets the verdict and assertions from the judge, and the intervals.
 func (r *Result) Judged(v judge.Verdict) {
+	r.SetIntervals()
 	r.Assertions = v.Assertions
 	r.Verdict = Fail
 	if v.Pass {
@@ -117,7 +147,7 @@ func (r *Result) Judged(v judge.Verdict) {
 
 // Input is what the judge needs of the result.
 func (r *Result) Input() judge.Input {
-	return judge.Input{Route: r.Route, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies}
+	return judge.Input{Route: r.Route, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies, Baseline: r.Baseline}
 }
 
 // Median is the median of the replies' figures that exist, for outputs and
