@@ -2,14 +2,17 @@ package gate
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
 )
@@ -157,6 +160,95 @@ func BenchmarkCancel(b *testing.B) {
 			}
 			b.ReportMetric(total/float64(b.N), "mean-ms")
 			b.ReportMetric(worst, "worst-ms")
+		})
+	}
+}
+
+// Rates drawn around the floor (70 tok/s ± 25%, floor 60): twenty runs with
+// twenty seeds give one verdict every time once the gate takes more replies
+// while the median's interval holds the floor. The serve reports each
+// request's drawn rate as its own figure (--rate-source server), so the
+// figures do not depend on this machine's timing.
+func TestVerdictStableNearTheFloor(t *testing.T) {
+	verdicts := map[string]int{}
+	extra := 0
+	for seed := 1; seed <= 20; seed++ {
+		res := noisyRun(t, seed, "70", 15)
+		verdicts[res.Verdict]++
+		extra += res.Extra.Replies
+	}
+	if len(verdicts) != 1 {
+		t.Errorf("verdicts over 20 runs near the floor = %v, want one", verdicts)
+	}
+	if extra == 0 {
+		t.Errorf("no run near the floor took extra replies")
+	}
+	t.Logf("near the floor: verdicts %v, %d extra replies in all", verdicts, extra)
+}
+
+// Far from the floor (200 tok/s ± 10%), no run takes an extra reply.
+func TestNoExtraRepliesFarFromTheFloor(t *testing.T) {
+	for seed := 1; seed <= 20; seed++ {
+		if res := noisyRun(t, seed, "200", 15); res.Extra.Replies != 0 || !res.Pass() || len(res.Replies) != 5 {
+			t.Errorf("seed %d: %s with %d replies, %d extra (%s); want a pass on 5", seed, res.Verdict, len(res.Replies), res.Extra.Replies, res.Extra.Why)
+		}
+	}
+}
+
+func noisyRun(t testing.TB, seed int, rate string, maxReplies int) *report.Result {
+	t.Helper()
+	p := plan(t, "--instant", "--rate", rate, "--rate-noise", noise(rate), "--seed", strconv.Itoa(seed), "--first-token-ms", "0")
+	p.RateSource, p.Replies, p.MaxReplies = judge.RateServer, 5, maxReplies
+	res, err := (&Gate{Plan: p}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func noise(rate string) string {
+	if rate == "70" {
+		return "0.25"
+	}
+	return "0.1"
+}
+
+// BenchmarkAgreementNearTheFloor is the share of 20 runs near the floor that
+// agree with the majority verdict, with the extra replies (max-replies 15)
+// and without them (max-replies 5).
+func BenchmarkAgreementNearTheFloor(b *testing.B) {
+	for _, maxReplies := range []int{5, 15} {
+		b.Run(fmt.Sprintf("max-replies-%d", maxReplies), func(b *testing.B) {
+			var agree float64
+			for b.Loop() {
+				verdicts := map[string]int{}
+				for seed := 1; seed <= 20; seed++ {
+					verdicts[noisyRun(b, seed, "70", maxReplies).Verdict]++
+				}
+				agree = float64(max(verdicts[report.Pass], verdicts[report.Fail])) / 20
+			}
+			b.ReportMetric(agree*100, "%agree")
+		})
+	}
+}
+
+// BenchmarkRateByLength is the gate's median decode rate against a serve at
+// a fixed 90 tok/s with a 250 ms first token, at three answer lengths: the
+// rate leaves prefill and the first token out, so it is one figure.
+func BenchmarkRateByLength(b *testing.B) {
+	for _, tokens := range []int{16, 64, 256} {
+		b.Run(fmt.Sprintf("max-tokens-%d", tokens), func(b *testing.B) {
+			var rate float64
+			for b.Loop() {
+				p := plan(b, "--rate", "90", "--first-token-ms", "250")
+				p.MaxTokens, p.MaxReplies = tokens, 3
+				res, err := (&Gate{Plan: p}).Run(context.Background())
+				if err != nil || res.Intervals.Rate == nil {
+					b.Fatalf("Run() = %v, %v", res, err)
+				}
+				rate = res.Intervals.Rate.Median
+			}
+			b.ReportMetric(rate, "tok/s")
 		})
 	}
 }
