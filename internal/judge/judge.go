@@ -43,6 +43,16 @@ type Limits struct {
 	MaxRegression float64 `json:"max_regression,omitempty"`
 }
 
+// RateOf is the figure the rate assertion judges for one reply: its decode
+// rate from the stream, or the serve's own with RateServer. When there is
+// none, why says so.
+func (l Limits) RateOf(r *measure.Reply) (rate float64, why string) {
+	if l.RateSource == RateServer {
+		return r.ServerRate()
+	}
+	return r.DecodeRate()
+}
+
 // Baseline is an earlier run's medians, to compare against.
 type Baseline struct {
 	File         string  `json:"file"`
@@ -142,15 +152,9 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	approximate := 0
 	for i := range replies {
 		r := &replies[i]
-		var v float64
-		var why string
-		if l.RateSource == RateServer {
-			v, why = r.ServerRate()
-		} else {
-			v, why = r.DecodeRate()
-			if _, src := r.Tokens(); src == measure.SourceChunks {
-				approximate++
-			}
+		v, why := l.RateOf(r)
+		if _, src := r.Tokens(); src == measure.SourceChunks && l.RateSource != RateServer {
+			approximate++
 		}
 		if why != "" {
 			each = append(each, "-")

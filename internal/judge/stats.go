@@ -69,14 +69,7 @@ func Figures(replies []measure.Reply, l Limits) (rates, firstMS []float64, compl
 	complete = true
 	for i := range replies {
 		r := &replies[i]
-		var v float64
-		var why string
-		if l.RateSource == RateServer {
-			v, why = r.ServerRate()
-		} else {
-			v, why = r.DecodeRate()
-		}
-		if why != "" {
+		if v, why := l.RateOf(r); why != "" {
 			complete = false
 		} else {
 			rates = append(rates, v)

@@ -164,11 +164,7 @@ func (r *Result) Median(f func(*measure.Reply) (float64, bool)) (float64, bool) 
 
 // Rate is the figure the rate assertion judges, for one reply.
 func (r *Result) Rate(rep *measure.Reply) (float64, bool) {
-	if r.Limits.RateSource == judge.RateServer {
-		v, why := rep.ServerRate()
-		return v, why == ""
-	}
-	v, why := rep.DecodeRate()
+	v, why := r.Limits.RateOf(rep)
 	return v, why == ""
 }
 
