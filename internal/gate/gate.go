@@ -72,15 +72,6 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 			return nil, &SetupError{fmt.Errorf("cannot make an out directory in %s (%v); pass --out", g.TempDir, err)}
 		}
 	}
-	port := p.Port
-	if port == 0 {
-		var err error
-		if port, err = serve.FreePort(); err != nil {
-			return nil, &SetupError{fmt.Errorf("no free port on 127.0.0.1 (%v); pass --port", err)}
-		}
-	} else if err := serve.CheckPortFree(port); err != nil {
-		return nil, &SetupError{err}
-	}
 	res := &report.Result{
 		Schema: report.Schema,
 		Limits: p.Limits(),
@@ -89,7 +80,7 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 			MaxTokens: p.MaxTokens, Thinking: p.Thinking, Prompts: orBuiltin(p.Config.Prompts), Out: out,
 			CheckName: p.CheckName, Tool: g.Tool,
 		},
-		Serve:    report.ServeFacts{Argv: wrap(p.HoldCommand, fill(p.Argv, port)), Port: port},
+		Serve:    report.ServeFacts{Argv: wrap(p.HoldCommand, p.Argv), Port: p.Port},
 		Hold:     report.HoldFacts{Mode: p.Hold, Device: p.Device},
 		GitHub:   g.GitHub,
 		Baseline: p.Baseline,
@@ -97,7 +88,9 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 	}
 	g.logf("out: %s", out)
 
-	g.measure(ctx, res, out)
+	if err := g.measure(ctx, res, out); err != nil {
+		return nil, err
+	}
 
 	// Judge what the log and the replies say.
 	m, err := judge.NewRouteMatcher(p.FastRoute, p.SlowRoute)
@@ -125,8 +118,9 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 }
 
 // measure holds the device, runs the serve, probes it and stops it, filling
-// in res. Whatever goes wrong ends up in res.NoReplies or the replies.
-func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
+// in res. Whatever goes wrong ends up in res.NoReplies or the replies, but
+// for a port that cannot be had: a SetupError, with nothing started.
+func (g *Gate) measure(ctx context.Context, res *report.Result, out string) error {
 	p := g.Plan
 	var files []*os.File
 	if g.Hold != nil {
@@ -139,7 +133,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 		if err != nil {
 			res.NoReplies = "the device was not held: " + err.Error()
 			g.logf("hold: %v", err)
-			return
+			return nil
 		}
 		held := time.Now()
 		g.logf("hold: %s held after %s", p.Device, time.Since(t0).Round(time.Millisecond))
@@ -153,16 +147,24 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 		files = ticket.Files()
 	}
 
+	// The port, once the device is ours: a port held by the run before this
+	// one is free by now.
+	port, err := choosePort(p.Port)
+	if err != nil {
+		return &SetupError{err}
+	}
+	res.Serve.Argv, res.Serve.Port = wrap(p.HoldCommand, fill(p.Argv, port)), port
+
 	logf, err := os.OpenFile(filepath.Join(out, report.LogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
 		res.NoReplies = "the serve log could not be created: " + err.Error()
-		return
+		return nil
 	}
 	defer logf.Close()
 	proc, err := serve.Start(serve.Options{Argv: res.Serve.Argv, Log: logf, ExtraFiles: files})
 	if err != nil {
 		res.NoReplies = "the serve did not start: " + err.Error()
-		return
+		return nil
 	}
 	res.Serve.PID = proc.PID()
 	g.logf("serve: pid %d on port %d: %s", proc.PID(), res.Serve.Port, report.ConsoleText(strings.Join(res.Serve.Argv, " ")))
@@ -185,14 +187,14 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 	if err != nil {
 		res.NoReplies = notReady(err, ctx)
 		g.logf("serve: %s", res.NoReplies)
-		return
+		return nil
 	}
 	res.Serve.ReadyPath, res.Serve.ReadyMS = ready.Path, ready.MS
 	g.logf("serve: ready after %s (%s)", time.Duration(ready.MS*float64(time.Millisecond)).Round(time.Millisecond), ready.Path)
 	if err := proc.CheckListener(res.Serve.Port); err != nil {
 		res.NoReplies = err.Error()
 		g.logf("serve: %s", report.ConsoleText(err.Error()))
-		return
+		return nil
 	}
 
 	pr := &probe.Prober{
@@ -236,7 +238,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 	for n := 1; n <= p.Warmup; n++ {
 		r, ok := ask(n, true)
 		if !ok {
-			return
+			return nil
 		}
 		res.Warmups = append(res.Warmups, r)
 	}
@@ -244,7 +246,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 	for ; n <= p.Replies; n++ {
 		r, ok := ask(n, false)
 		if !ok {
-			return
+			return nil
 		}
 		res.Replies = append(res.Replies, r)
 	}
@@ -262,11 +264,24 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) {
 		}
 		r, ok := ask(n, false)
 		if !ok {
-			return
+			return nil
 		}
 		res.Replies = append(res.Replies, r)
 		res.Extra.Replies++
 	}
+	return nil
+}
+
+// choosePort is port when it is free, or a free one for 0.
+func choosePort(port int) (int, error) {
+	if port != 0 {
+		return port, serve.CheckPortFree(port)
+	}
+	port, err := serve.FreePort()
+	if err != nil {
+		return 0, fmt.Errorf("no free port on 127.0.0.1 (%v); pass --port", err)
+	}
+	return port, nil
 }
 
 func notReady(err error, ctx context.Context) string {
