@@ -70,6 +70,9 @@ runs:
 			"-e", event,
 			"-s", "GITHUB_TOKEN=ghs_fake",
 			"--env", "GITHUB_API_URL="+srv.URL,
+			// act takes the repository from the git remote, which a clone
+			// on a CI machine names by its path: say it.
+			"--env", "GITHUB_REPOSITORY=acme/serve",
 			"--local-repository", "actions/checkout@v4="+noop,
 			"--local-repository", "actions/setup-go@v5="+noop,
 		)
@@ -85,7 +88,7 @@ runs:
 	}
 	checks := gh.CheckRuns()
 	if len(checks) != 2 {
-		t.Fatalf("%d check runs posted, want 2 (fast, slow):\n%s", len(checks), gh.Log())
+		t.Fatalf("%d check runs posted, want 2 (fast, slow):\n%s\nact said:\n%s", len(checks), gh.Log(), tail(out, 60))
 	}
 	for i, want := range []struct{ name, conclusion string }{
 		{"npu serve smoke (simulated)", "success"},
