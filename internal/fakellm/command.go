@@ -120,12 +120,24 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "fakellm: fatal: %v\n", err)
 		return 1
 	}
-	srv := &http.Server{Handler: New(opt), ReadHeaderTimeout: 10 * time.Second}
+	handler := New(opt)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "fakellm: listening on %s\n", ln.Addr())
 	if *closeStdio {
+		// As a daemon does: close stdin, stdout and stderr, and put
+		// /dev/null in their place, so no socket takes their numbers.
 		fmt.Fprintf(stdout, "fakellm: closing stdin, stdout and stderr\n")
+		handler.logMu.Lock()
+		handler.opt.Log = io.Discard
+		handler.logMu.Unlock()
+		stdout = io.Discard
 		for fd := range 3 {
 			syscall.Close(fd)
+		}
+		for range 3 {
+			if _, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+				return 1
+			}
 		}
 	}
 	go func() {
