@@ -45,9 +45,10 @@ func TestAskFast(t *testing.T) {
 	if ft, ok := r.FirstTokenMS(); !ok || ft < 30 {
 		t.Errorf("FirstTokenMS() = %v, %v, want at least 30: a role-only chunk must not count", ft, ok)
 	}
-	// Nine gaps of 5 ms at the least: the rate cannot exceed 200 by much.
-	if rate, why := r.DecodeRate(); why != "" || rate <= 0 || rate > 260 {
-		t.Errorf("DecodeRate() = %v, %q, want (0, 260]", rate, why)
+	// Only that there is a rate: a loaded machine can delay the first
+	// chunk's arrival and bunch the rest, so no bound on it holds.
+	if rate, why := r.DecodeRate(); why != "" || rate <= 0 {
+		t.Errorf("DecodeRate() = %v, %q, want a positive rate", rate, why)
 	}
 	if r.Server == nil || r.Server.PredictedN != 10 || r.Server.PromptMS != 30 {
 		t.Errorf("Server = %+v, want the serve's timings (predicted_n 10, prompt_ms 30)", r.Server)
@@ -155,8 +156,8 @@ func TestAsk(t *testing.T) {
 			},
 		},
 		{name: "an HTTP error names status and message", opt: fakellm.Options{ErrorAt: 1}, wantErr: "HTTP 500: simulated failure: device lost"},
-		{name: "a stalled stream times out", opt: fakellm.Options{Stall: 1}, prober: func(p *Prober) { p.RequestTimeout = 300 * time.Millisecond },
-			wantErr: "no complete reply within 300ms (--request-timeout); 3 chunks with content had arrived"},
+		{name: "a stalled stream times out", opt: fakellm.Options{Stall: 1}, prober: func(p *Prober) { p.RequestTimeout = 2 * time.Second },
+			wantErr: "no complete reply within 2s (--request-timeout); 3 chunks with content had arrived"},
 		{name: "a serve that dies mid-stream", opt: fakellm.Options{ExitMidStream: 1}, wantErr: "the stream ended before [DONE]"},
 		{name: "a stream past the body bound", prober: func(p *Prober) { p.MaxBody = 600 }, wantErr: "the stream ran past 600 bytes"},
 	}
