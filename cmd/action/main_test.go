@@ -31,12 +31,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Setup: func(env *testscript.Env) error {
-			// Each script has a device ticket of its own, and a home.
-			env.Setenv("NPU_HOLD_DIR", env.WorkDir+"/locks")
-			env.Setenv("HOME", env.WorkDir+"/home")
-			return os.MkdirAll(env.WorkDir+"/home", 0o755)
-		},
+		Setup:               scripttest.Setup,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":         scripttest.Exits,
 			"listen":        scripttest.Listen,

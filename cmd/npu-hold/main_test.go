@@ -19,11 +19,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Setup: func(env *testscript.Env) error {
-			env.Setenv("NPU_HOLD_DIR", env.WorkDir+"/locks")
-			env.Setenv("HOME", env.WorkDir+"/home")
-			return os.MkdirAll(env.WorkDir+"/home", 0o755)
-		},
+		Setup:               scripttest.Setup,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":    scripttest.Exits,
 			"waitfor":  scripttest.WaitFor,

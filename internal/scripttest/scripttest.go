@@ -20,6 +20,14 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
 )
 
+// Setup gives each script a device ticket of its own (NPU_HOLD_DIR) and a
+// home for ~/NPU-TOKEN.
+func Setup(env *testscript.Env) error {
+	env.Setenv("NPU_HOLD_DIR", env.WorkDir+"/locks")
+	env.Setenv("HOME", env.WorkDir+"/home")
+	return os.MkdirAll(env.WorkDir+"/home", 0o755)
+}
+
 // Exits is "exits N CMD ARGS...": it runs CMD and fails unless it exits with status N.
 func Exits(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
