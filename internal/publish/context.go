@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
@@ -134,16 +133,4 @@ func (c *Context) Facts() *report.GitHubFacts {
 		Repository: c.Owner + "/" + c.Repo, SHA: c.SHA, Ref: c.Ref, Event: c.Event,
 		PR: c.PR, RunURL: c.RunURL(), Runner: c.Runner,
 	}
-}
-
-// ParsePR reads a pull request number input; "" is none.
-func ParsePR(s string) (int, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(s, "#"))
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("--pr-number %q: pass a pull request number such as 42", s)
-	}
-	return n, nil
 }

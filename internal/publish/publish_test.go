@@ -447,19 +447,6 @@ func TestFromEnv(t *testing.T) {
 	}
 }
 
-func TestParsePR(t *testing.T) {
-	for in, want := range map[string]int{"": 0, "42": 42, "#42": 42} {
-		if got, err := ParsePR(in); got != want || err != nil {
-			t.Errorf("ParsePR(%q) = %d, %v", in, got, err)
-		}
-	}
-	for _, in := range []string{"x", "-1", "0"} {
-		if _, err := ParsePR(in); err == nil {
-			t.Errorf("ParsePR(%q): no error", in)
-		}
-	}
-}
-
 func TestStep(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary"), "GITHUB_OUTPUT": filepath.Join(dir, "output")}

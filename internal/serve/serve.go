@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strings"
 	"syscall"
 	"time"
 
@@ -41,7 +40,6 @@ type Options struct {
 
 // Process is a started serve.
 type Process struct {
-	argv    []string
 	pid     int
 	started time.Time
 	done    chan struct{} // closed when the serve has exited and been reaped
@@ -76,7 +74,7 @@ func Start(o Options) (*Process, error) {
 		cmd.SysProcAttr.Foreground = true
 		cmd.SysProcAttr.Ctty = 0
 	}
-	p := &Process{argv: o.Argv, done: make(chan struct{})}
+	p := &Process{done: make(chan struct{})}
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that forked the child ends, not the
 	// process (go.dev/issue/27505). This goroutine stays locked to its thread
@@ -284,6 +282,3 @@ func (p *Process) State() *os.ProcessState {
 		return nil
 	}
 }
-
-// Command is the serve's command line, for reports.
-func (p *Process) Command() string { return strings.Join(p.argv, " ") }
