@@ -6,9 +6,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
@@ -40,28 +40,10 @@ func Console(w io.Writer, r *Result) {
 	}
 }
 
-// ConsoleText makes text safe to print on one console line: control
-// characters, line breaks among them, are shown escaped, so text from the
-// serve can neither start a line of its own nor move the cursor.
-func ConsoleText(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, c := range s {
-		if isControl(c) {
-			q := strconv.QuoteRune(c)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+// ConsoleText makes text safe to print on one console line (console.Text).
+func ConsoleText(s string) string { return console.Text(s) }
 
-func isControl(c rune) bool {
-	return c != ' ' && (unicode.IsControl(c) || c == '\u2028' || c == '\u2029' || c == utf8.RuneError)
-}
+func isControl(c rune) bool { return console.IsControl(c) }
 
 // Markdown renders the run for people: the verdict, the assertions, each
 // reply's figures, the facts of the run and, on failure, the serve log's
