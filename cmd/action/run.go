@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-githubactions"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/gate"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+)
+
+func (e *env) run(ctx context.Context, args []string) int {
+	c := config.Default()
+	fs := e.flagSet("run")
+	runFlags(fs, &c)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke run: unexpected argument %q; the serve's command line goes in --serve '...'\n", fs.Arg(0))
+		return exitUsage
+	}
+	var a *githubactions.Action
+	if e.getenv("GITHUB_ACTIONS") == "true" {
+		a = newAction(e.getenv, e.stdout)
+		if len(args) == 0 {
+			if err := fromInputs(fs, a); err != nil {
+				fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input:\n%s\n", indent(err.Error()))
+				return exitUsage
+			}
+		}
+	}
+	if err := c.ApplyPreset(setFlags(fs)); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
+		return exitUsage
+	}
+	return e.gate(ctx, c, a)
+}
+
+// gate checks c and runs the gate once. Inside GitHub Actions (a is not nil)
+// it also reports to the job, the check run and the pull request.
+func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action) int {
+	if a != nil && c.GitHubToken != "" {
+		a.AddMask(c.GitHubToken)
+	}
+	plan, err := c.Check(exec.LookPath)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
+		if a != nil {
+			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("%s", err)
+		}
+		return exitUsage
+	}
+	if err := serve.BecomeSubreaper(); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: warning: cannot become a child subreaper (%v); detached helpers of the serve may escape the sweep\n", err)
+	}
+	tmp := e.getenv("RUNNER_TEMP")
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	g := &gate.Gate{Plan: plan, Log: e.stderr, TempDir: tmp, Tool: version()}
+	if plan.Hold == "builtin" {
+		d := &hold.Device{Dir: e.getenv("NPU_HOLD_DIR"), Name: plan.Device, Command: "npu-serve-smoke run: " + strings.Join(plan.Argv, " "), Log: e.stderr}
+		if home := e.getenv("HOME"); home != "" {
+			d.TokenFile = filepath.Join(home, "NPU-TOKEN")
+		}
+		g.Hold = deviceHold{d}
+	}
+	var pub *publish.Publisher
+	if a != nil {
+		var gc *publish.Context
+		gc, pub = e.publisher(a, plan.GitHubToken, plan.CheckName, plan.Comment == "on-pr", plan.PRNumber)
+		if gc != nil {
+			g.GitHub = gc.Facts()
+			if dh, ok := g.Hold.(deviceHold); ok {
+				dh.d.RunURL = gc.RunURL()
+			}
+		}
+	}
+	if pub != nil {
+		pub.Start(ctx, time.Now())
+	}
+
+	resume := func() {}
+	if a != nil {
+		// From here on the console carries the serve's text.
+		resume = publish.StopCommands(a)
+	}
+	res, err := g.Run(ctx)
+	if err != nil {
+		resume()
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: nothing was started: %v\n", err)
+		if a != nil {
+			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: not started"}).Errorf("%s", err)
+		}
+		if pub != nil {
+			pctx, cancel := publish.Timeout(ctx)
+			pub.Abort(pctx, err.Error())
+			cancel()
+		}
+		var se *gate.SetupError
+		if errors.As(err, &se) {
+			return exitUsage
+		}
+		return exitFail
+	}
+	e.print(res)
+	resume()
+	if a != nil {
+		var checkID int64
+		if pub != nil {
+			pctx, cancel := publish.Timeout(ctx)
+			checkID = pub.Finish(pctx, res, report.Markdown(res, publish.CheckTextLimit))
+			cancel()
+		}
+		publish.Step(a, e.getenv, res, checkID)
+	}
+	if res.Pass() {
+		return exitPass
+	}
+	return exitFail
+}
+
+// publisher is the GitHub side of a run in Actions: nil when there is no
+// token or no readable context, said in a notice.
+func (e *env) publisher(a *githubactions.Action, token, checkName string, comment bool, pr int) (*publish.Context, *publish.Publisher) {
+	gc, err := publish.FromEnv(e.getenv)
+	if err != nil {
+		a.Warningf("the GitHub context cannot be read (%v); the check run and the PR comment are skipped", err)
+		return nil, nil
+	}
+	if pr != 0 {
+		gc.PR = pr
+	}
+	if token == "" {
+		a.Noticef("no github-token: the check run and the PR comment are skipped; pass github-token: ${{ github.token }} with checks: write and pull-requests: write")
+		return gc, nil
+	}
+	client, err := publish.NewClient(gc, token, publish.DefaultRetry(), nil)
+	if err != nil {
+		a.Warningf("%v; the check run and the PR comment are skipped", err)
+		return gc, nil
+	}
+	return gc, &publish.Publisher{
+		Client: client, Ctx: gc, CheckName: checkName, Comment: comment,
+		Notice: func(format string, args ...any) { a.Noticef(format, args...) },
+	}
+}
+
+// print writes the verdict, and what a person needs to see when there were no
+// replies: why, and the end of the serve's log.
+func (e *env) print(res *report.Result) {
+	if res.NoReplies != "" {
+		fmt.Fprintf(e.stderr, "no replies: %s\n", report.ConsoleText(res.NoReplies))
+		tail := res.Serve.LogTail
+		if len(tail) > 15 {
+			tail = tail[len(tail)-15:]
+		}
+		if len(tail) > 0 {
+			fmt.Fprintf(e.stderr, "the last %d lines of %s:\n", len(tail), filepath.Join(res.Run.Out, report.LogFile))
+			for _, l := range tail {
+				fmt.Fprintf(e.stderr, "  | %s\n", report.ConsoleText(l))
+			}
+		}
+	}
+	report.Console(e.stdout, res)
+	if iv := res.Intervals.Rate; iv != nil {
+		fmt.Fprintf(e.stderr, "median rate %.1f tok/s, %.1f%% interval %.1f–%.1f, over %d replies\n", iv.Median, iv.Coverage*100, iv.Lo, iv.Hi, iv.N)
+	}
+	if res.Extra.Replies > 0 {
+		fmt.Fprintf(e.stderr, "%d replies more than --replies: %s\n", res.Extra.Replies, res.Extra.Why)
+	}
+}
+
+// deviceHold is the builtin hold: the device's ticket, taken in the gate.
+type deviceHold struct{ d *hold.Device }
+
+func (h deviceHold) Acquire(ctx context.Context) (gate.Ticket, error) {
+	t, err := h.d.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
