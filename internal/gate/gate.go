@@ -118,85 +118,140 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 }
 
 // measure holds the device, runs the serve, probes it and stops it, filling
-// in res. Whatever goes wrong ends up in res.NoReplies or the replies, but
-// for a port that cannot be had: a SetupError, with nothing started.
+// in res. Each stage is a function of its own, in the order the README's
+// "What happens, in order" gives. Whatever goes wrong ends up in
+// res.NoReplies or the replies, but for a port that cannot be had: a
+// SetupError, with nothing started.
 func (g *Gate) measure(ctx context.Context, res *report.Result, out string) error {
-	p := g.Plan
+	ticket, ok := g.takeDevice(ctx, res)
+	if !ok {
+		return nil
+	}
 	var files []*os.File
-	if g.Hold != nil {
-		g.logf("hold: taking the %s ticket", p.Device)
-		t0 := time.Now()
-		hctx, cancel := context.WithTimeout(ctx, p.HoldTimeout)
-		ticket, err := g.Hold.Acquire(hctx)
-		cancel()
-		res.Hold.WaitedMS = msSince(t0)
-		if err != nil {
-			res.NoReplies = "the device was not held: " + err.Error()
-			g.logf("hold: %v", err)
-			return nil
-		}
-		held := time.Now()
-		g.logf("hold: %s held after %s", p.Device, time.Since(t0).Round(time.Millisecond))
-		defer func() {
-			if err := ticket.Release(); err != nil {
-				g.logf("hold: release: %v", err)
-			}
-			res.Hold.HeldMS = msSince(held)
-			g.logf("hold: %s released", p.Device)
-		}()
+	if ticket != nil {
+		defer g.releaseDevice(ticket, res, time.Now())
 		files = ticket.Files()
 	}
 
 	// The port, once the device is ours: a port held by the run before this
 	// one is free by now.
-	port, err := choosePort(p.Port)
+	port, err := choosePort(g.Plan.Port)
 	if err != nil {
 		return &SetupError{err}
 	}
-	res.Serve.Argv, res.Serve.Port = wrap(p.HoldCommand, fill(p.Argv, port)), port
+	proc, stop := g.startServe(ctx, res, out, port, files)
+	if proc == nil {
+		return nil
+	}
+	defer stop()
 
+	base, ok := g.waitReady(ctx, res, proc)
+	if !ok {
+		return nil
+	}
+	a := &asker{g: g, ctx: ctx, proc: proc, out: out, prober: g.prober(base)}
+	g.askAll(res, a)
+	return nil
+}
+
+// takeDevice waits for the device's ticket, at most --hold-timeout. With
+// --hold none it returns a nil ticket. When the device was not had, the
+// reason is in res and ok is false.
+func (g *Gate) takeDevice(ctx context.Context, res *report.Result) (t Ticket, ok bool) {
+	if g.Hold == nil {
+		return nil, true
+	}
+	p := g.Plan
+	g.logf("hold: taking the %s ticket", p.Device)
+	t0 := time.Now()
+	hctx, cancel := context.WithTimeout(ctx, p.HoldTimeout)
+	ticket, err := g.Hold.Acquire(hctx)
+	cancel()
+	res.Hold.WaitedMS = msSince(t0)
+	if err != nil {
+		res.NoReplies = "the device was not held: " + err.Error()
+		g.logf("hold: %v", err)
+		return nil, false
+	}
+	g.logf("hold: %s held after %s", p.Device, time.Since(t0).Round(time.Millisecond))
+	return ticket, true
+}
+
+// releaseDevice gives the ticket back, once the serve is stopped.
+func (g *Gate) releaseDevice(t Ticket, res *report.Result, held time.Time) {
+	if err := t.Release(); err != nil {
+		g.logf("hold: release: %v", err)
+	}
+	res.Hold.HeldMS = msSince(held)
+	g.logf("hold: %s released", g.Plan.Device)
+}
+
+// startServe starts the serve on port, its output in out/serve.log. It
+// returns nil when it could not start (the reason is in res), else the
+// process and the function that stops it and records how.
+func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, port int, files []*os.File) (*serve.Process, func()) {
+	p := g.Plan
+	res.Serve.Argv, res.Serve.Port = wrap(p.HoldCommand, fill(p.Argv, port)), port
 	logf, err := os.OpenFile(filepath.Join(out, report.LogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
 		res.NoReplies = "the serve log could not be created: " + err.Error()
-		return nil
+		return nil, nil
 	}
-	defer logf.Close()
 	proc, err := serve.Start(serve.Options{Argv: res.Serve.Argv, Log: logf, ExtraFiles: files})
 	if err != nil {
+		logf.Close()
 		res.NoReplies = "the serve did not start: " + err.Error()
-		return nil
+		return nil, nil
 	}
 	res.Serve.PID = proc.PID()
 	g.logf("serve: pid %d on port %d: %s", proc.PID(), res.Serve.Port, report.ConsoleText(strings.Join(res.Serve.Argv, " ")))
-	defer func() {
-		grace := StopGrace
-		if ctx.Err() != nil {
-			grace = CancelGrace
-		}
-		st := proc.Stop(grace)
-		res.Serve.Exit, res.Serve.Signal, res.Serve.StopMS = st.Exit, st.Signal, st.StopMS
-		res.Serve.Swept, res.Serve.Survivors = st.Swept, st.Survivors
-		g.logf("serve: stopped in %s: %s; %d swept, %d survivors", time.Duration(st.StopMS*float64(time.Millisecond)).Round(time.Millisecond), st.Exit, st.Swept, st.Survivors)
-		for _, l := range st.Left {
-			g.logf("serve: survivor %s", report.ConsoleText(l))
-		}
-	}()
+	return proc, func() {
+		defer logf.Close()
+		g.stopServe(ctx, res, proc)
+	}
+}
 
-	base := "http://127.0.0.1:" + strconv.Itoa(res.Serve.Port)
+// stopServe stops the serve with nothing left behind: TERM, a grace period
+// (shorter when cancelled), KILL, then the sweep.
+func (g *Gate) stopServe(ctx context.Context, res *report.Result, proc *serve.Process) {
+	grace := StopGrace
+	if ctx.Err() != nil {
+		grace = CancelGrace
+	}
+	st := proc.Stop(grace)
+	res.Serve.Exit, res.Serve.Signal, res.Serve.StopMS = st.Exit, st.Signal, st.StopMS
+	res.Serve.Swept, res.Serve.Survivors = st.Swept, st.Survivors
+	g.logf("serve: stopped in %s: %s; %d swept, %d survivors", time.Duration(st.StopMS*float64(time.Millisecond)).Round(time.Millisecond), st.Exit, st.Swept, st.Survivors)
+	for _, l := range st.Left {
+		g.logf("serve: survivor %s", report.ConsoleText(l))
+	}
+}
+
+// waitReady waits for the serve's health path, then checks that what
+// listens on the port is the serve this run started. It returns the serve's
+// base URL, or ok false with the reason in res.
+func (g *Gate) waitReady(ctx context.Context, res *report.Result, proc *serve.Process) (base string, ok bool) {
+	p := g.Plan
+	base = "http://127.0.0.1:" + strconv.Itoa(res.Serve.Port)
 	ready, err := proc.WaitReady(ctx, base, p.HealthPaths, p.ReadyTimeout)
 	if err != nil {
 		res.NoReplies = notReady(err, ctx)
 		g.logf("serve: %s", res.NoReplies)
-		return nil
+		return "", false
 	}
 	res.Serve.ReadyPath, res.Serve.ReadyMS = ready.Path, ready.MS
 	g.logf("serve: ready after %s (%s)", time.Duration(ready.MS*float64(time.Millisecond)).Round(time.Millisecond), ready.Path)
 	if err := proc.CheckListener(res.Serve.Port); err != nil {
 		res.NoReplies = err.Error()
 		g.logf("serve: %s", report.ConsoleText(err.Error()))
-		return nil
+		return "", false
 	}
+	return base, true
+}
 
+// prober is the streamed chat client for the serve at base.
+func (g *Gate) prober(base string) *probe.Prober {
+	p := g.Plan
 	pr := &probe.Prober{
 		URL: base + p.ChatPath, Model: p.Model, MaxTokens: p.MaxTokens,
 		Thinking: p.Thinking == "on", ThinkingControl: p.ThinkingControl,
@@ -205,54 +260,30 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) erro
 	if p.StatsPath != "" {
 		pr.StatsURL = base + p.StatsPath
 	}
-	ask := func(n int, warmup bool) (measure.Reply, bool) {
-		prompt := p.Prompts[(n-1)%len(p.Prompts)]
-		if warmup {
-			prompt = p.Prompts[0]
-		}
-		var r measure.Reply
-		select {
-		case <-proc.Done():
-			r = measure.Reply{N: n, Warmup: warmup, Prompt: prompt.Prompt, Expect: prompt.Expect, Error: "not asked: the serve " + proc.Exit()}
-		default:
-			if ctx.Err() != nil {
-				return r, false
-			}
-			r = pr.Ask(ctx, n, warmup, prompt)
-		}
-		if r.Error != "" && ctx.Err() == nil {
-			// A reply that failed may mean the serve died: give its exit a
-			// moment to be seen, so the next reply says so rather than
-			// "connection refused".
-			select {
-			case <-proc.Done():
-			case <-time.After(time.Second):
-			}
-		}
-		if err := report.WriteJSON(filepath.Join(out, report.ReplyFile(&r)), &r); err != nil {
-			g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
-		}
-		g.logf("%s", progress(&r))
-		return r, true
-	}
+	return pr
+}
+
+// askAll asks the warm-up requests, then the judged replies, then, while
+// the median's interval holds the floor (or the first-token limit), more
+// replies up to --max-replies: a few replies more or less could turn the
+// verdict. A serve far from its limits costs none.
+func (g *Gate) askAll(res *report.Result, a *asker) {
+	p := g.Plan
 	for n := 1; n <= p.Warmup; n++ {
-		r, ok := ask(n, true)
+		r, ok := a.ask(n, true)
 		if !ok {
-			return nil
+			return
 		}
 		res.Warmups = append(res.Warmups, r)
 	}
 	n := 1
 	for ; n <= p.Replies; n++ {
-		r, ok := ask(n, false)
+		r, ok := a.ask(n, false)
 		if !ok {
-			return nil
+			return
 		}
 		res.Replies = append(res.Replies, r)
 	}
-	// While the median's interval holds the floor (or the first-token
-	// limit), a few replies more or less could turn the verdict: take more,
-	// up to --max-replies. A serve far from its limits costs none.
 	for ; n <= res.Extra.Max; n++ {
 		why := judge.Undecided(res.Replies, res.Limits)
 		if why == "" {
@@ -262,14 +293,57 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) erro
 			res.Extra.Why = why
 			g.logf("more replies, up to %d: %s", res.Extra.Max, why)
 		}
-		r, ok := ask(n, false)
+		r, ok := a.ask(n, false)
 		if !ok {
-			return nil
+			return
 		}
 		res.Replies = append(res.Replies, r)
 		res.Extra.Replies++
 	}
-	return nil
+}
+
+// asker asks the serve one request at a time and writes each reply to out/
+// as it completes.
+type asker struct {
+	g      *Gate
+	ctx    context.Context
+	proc   *serve.Process
+	out    string
+	prober *probe.Prober
+}
+
+// ask asks request n (a warm-up or a judged reply). ok is false when the run
+// was cancelled and nothing was asked.
+func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
+	p := a.g.Plan
+	prompt := p.Prompts[(n-1)%len(p.Prompts)]
+	if warmup {
+		prompt = p.Prompts[0]
+	}
+	var r measure.Reply
+	select {
+	case <-a.proc.Done():
+		r = measure.Reply{N: n, Warmup: warmup, Prompt: prompt.Prompt, Expect: prompt.Expect, Error: "not asked: the serve " + a.proc.Exit()}
+	default:
+		if a.ctx.Err() != nil {
+			return r, false
+		}
+		r = a.prober.Ask(a.ctx, n, warmup, prompt)
+	}
+	if r.Error != "" && a.ctx.Err() == nil {
+		// A reply that failed may mean the serve died: give its exit a
+		// moment to be seen, so the next reply says so rather than
+		// "connection refused".
+		select {
+		case <-a.proc.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	if err := report.WriteJSON(filepath.Join(a.out, report.ReplyFile(&r)), &r); err != nil {
+		a.g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
+	}
+	a.g.logf("%s", progress(&r))
+	return r, true
 }
 
 // choosePort is port when it is free, or a free one for 0.
