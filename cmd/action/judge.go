@@ -21,29 +21,9 @@ func (e *env) judge(args []string) int {
 		fs.PrintDefaults()
 	}
 	d := config.Default()
-	fs.Float64Var(&d.Floor, "floor", d.Floor, "median decode rate floor, tok/s")
-	fs.Float64Var(&d.FirstTokenMS, "first-token-ms", d.FirstTokenMS, "median first-token limit, ms")
-	fs.StringVar(&d.RateSource, "rate-source", d.RateSource, "client or server")
-	fs.StringVar(&d.Baseline, "baseline", "", "an earlier run's result.json to compare with")
-	fs.Float64Var(&d.MaxRegression, "max-regression", d.MaxRegression, "percent the median rate may fall, or the first token rise, against the baseline")
-	fs.Var(&patterns{list: &d.FastRoute}, "fast-route", "RE2 pattern naming the fast route (repeatable)")
-	fs.Var(&patterns{list: &d.SlowRoute}, "slow-route", "RE2 pattern naming the slow route (repeatable)")
-	// The directory may come before or after the flags.
-	var dir string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		dir, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if dir == "" && fs.NArg() > 0 {
-		dir = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	if dir == "" {
-		fs.Usage()
+	limitFlags(fs, &d)
+	dir, ok := e.parseDir(fs, args)
+	if !ok {
 		return exitUsage
 	}
 	res, err := report.Read(dir)
@@ -51,55 +31,123 @@ func (e *env) judge(args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: %v\n", err)
 		return exitUsage
 	}
-	fast, slow := res.Route.FastPatterns, res.Route.SlowPatterns
-	var problems []string
+	// The run's own limits, where no flag replaces them.
+	c := config.Default()
+	c.Floor, c.FirstTokenMS, c.RateSource = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource
+	c.MaxRegression = res.Limits.MaxRegression * 100
+	c.FastRoute, c.SlowRoute = res.Route.FastPatterns, res.Route.SlowPatterns
+	fromRun := map[string]string{
+		"floor": "limits.floor", "first-token-ms": "limits.first_token_ms", "rate-source": "limits.rate_source",
+		"max-regression": "limits.max_regression", "fast-route": "route.fast_patterns", "slow-route": "route.slow_patterns",
+	}
+	set := setFlags(fs)
 	fs.Visit(func(f *flag.Flag) {
+		delete(fromRun, f.Name)
 		switch f.Name {
 		case "floor":
-			res.Limits.Floor = d.Floor
+			c.Floor = d.Floor
 		case "first-token-ms":
-			res.Limits.FirstTokenMS = d.FirstTokenMS
+			c.FirstTokenMS = d.FirstTokenMS
 		case "rate-source":
-			res.Limits.RateSource = d.RateSource
+			c.RateSource = d.RateSource
 		case "max-regression":
-			res.Limits.MaxRegression = d.MaxRegression / 100
+			c.MaxRegression = d.MaxRegression
 		case "fast-route":
-			fast = d.FastRoute
+			c.FastRoute = d.FastRoute
 		case "slow-route":
-			slow = d.SlowRoute
+			c.SlowRoute = d.SlowRoute
 		}
 	})
-	// The limits given here get the same checks as the gate's.
-	c := config.Default()
-	c.Floor, c.FirstTokenMS, c.RateSource, c.FastRoute, c.SlowRoute = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource, fast, slow
-	c.MaxRegression = res.Limits.MaxRegression * 100
-	if err := c.CheckLimits(); err != nil {
+	if d.Baseline != "" && c.MaxRegression == 0 && !set("max-regression") {
+		c.MaxRegression = config.Default().MaxRegression
+		delete(fromRun, "max-regression")
+	}
+	var problems []string
+	// A limit read from the run is named by its field in result.json, not
+	// by a flag that was not given.
+	name := func(flag string) string {
+		if field, ok := fromRun[flag]; ok {
+			return fmt.Sprintf("%s's %s", filepath.Join(dir, report.ResultFile), field)
+		}
+		return "--" + flag
+	}
+	if err := c.CheckLimitsFrom(name); err != nil {
 		problems = append(problems, err.Error())
 	}
+	bl := res.Baseline
 	if d.Baseline != "" {
-		b, err := config.LoadBaseline(d.Baseline, res.Limits)
-		if err != nil {
+		if bl, err = config.LoadBaseline(d.Baseline, c.Limits()); err != nil {
 			problems = append(problems, err.Error())
-		}
-		res.Baseline = b
-		if res.Limits.MaxRegression == 0 && !setFlags(fs)("max-regression") {
-			res.Limits.MaxRegression = config.Default().MaxRegression / 100
 		}
 	}
 	if len(problems) > 0 {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: bad input:\n%s\n", indent(strings.Join(problems, "\n")))
 		return exitUsage
 	}
-	m, _ := judge.NewRouteMatcher(fast, slow)
-	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: %v; the route is judged on an empty log\n", err)
+	if err := rejudge(dir, res, &c, bl); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: %v\n", err)
 	}
-	res.Route = scan.Route
-	res.Judged(judge.Judge(res.Input()))
 	report.Console(e.stdout, res)
 	if res.Pass() {
 		return exitPass
 	}
 	return exitFail
+}
+
+// limitFlags defines the judging limits' flags (the gate's names and
+// defaults) on fs, writing into c.
+func limitFlags(fs *flag.FlagSet, c *config.Config) {
+	fs.Float64Var(&c.Floor, "floor", c.Floor, "median decode rate floor, tok/s")
+	fs.Float64Var(&c.FirstTokenMS, "first-token-ms", c.FirstTokenMS, "median first-token limit, ms")
+	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client or server")
+	fs.StringVar(&c.Baseline, "baseline", c.Baseline, "an earlier run's result.json to compare with")
+	fs.Float64Var(&c.MaxRegression, "max-regression", c.MaxRegression, "percent the median rate may fall, or the first token rise, against the baseline")
+	fs.Var(&patterns{list: &c.FastRoute}, "fast-route", "RE2 pattern naming the fast route (repeatable)")
+	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern naming the slow route (repeatable)")
+}
+
+// parseDir parses a subcommand's flags around its one DIR argument, which
+// may come before or after them.
+func (e *env) parseDir(fs *flag.FlagSet, args []string) (string, bool) {
+	var dir string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		dir, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", false
+	}
+	if dir == "" && fs.NArg() > 0 {
+		dir = fs.Arg(0)
+		fs.Parse(fs.Args()[1:])
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return "", false
+	}
+	if dir == "" {
+		fs.Usage()
+		return "", false
+	}
+	return dir, true
+}
+
+// rejudge judges the evidence of the run in dir, its serve.log and the reply
+// files res was read with, against c's limits and route patterns and the
+// baseline bl. Whatever verdict, assertions, limits, route and baseline
+// result.json claimed are replaced. `judge` and `publish` both judge here.
+// An unreadable log is judged as empty, and said in the error.
+func rejudge(dir string, res *report.Result, c *config.Config, bl *judge.Baseline) error {
+	m, err := judge.NewRouteMatcher(c.FastRoute, c.SlowRoute)
+	if err != nil {
+		return err
+	}
+	res.Limits = c.Limits()
+	res.Baseline = bl
+	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
+	res.Route = scan.Route
+	res.Judged(judge.Judge(res.Input()))
+	if err != nil {
+		return fmt.Errorf("%v; the route is judged on an empty log", err)
+	}
+	return nil
 }

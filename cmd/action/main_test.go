@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -38,6 +39,7 @@ func TestScripts(t *testing.T) {
 			"fakegithub":    fakeGitHub,
 			"githublog":     githubLog,
 			"githubcomment": githubComment,
+			"githubcheck":   githubCheck,
 			"setenvfile":    setEnvFile,
 			"waitfor":       scripttest.WaitFor,
 			"noproc":        scripttest.NoProc,
@@ -114,6 +116,20 @@ func githubComment(ts *testscript.TestScript, neg bool, args []string) {
 		b.WriteString(c.Body + "\n")
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(b.String()), 0o644))
+}
+
+// githubcheck FILE writes each check run's name, conclusion, title and
+// summary to FILE.
+func githubCheck(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: githubcheck FILE")
+	}
+	var b strings.Builder
+	for _, c := range fakeOf(ts).CheckRuns() {
+		out, _ := c["output"].(map[string]any)
+		fmt.Fprintf(&b, "name: %v\nconclusion: %v\ntitle: %v\nsummary:\n%v\n", c["name"], c["conclusion"], out["title"], out["summary"])
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
 }
 
 // setenvfile NAME FILE sets NAME to FILE's content (which may hold line

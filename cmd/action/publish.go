@@ -6,35 +6,36 @@ import (
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
 // publishRun posts a finished run: the fork pull request pattern, where the
 // job that measured has no token that can write and a workflow_run job
-// posts for it.
+// posts for it. Everything in the run's directory was written by the run's
+// code, so only its evidence is read: the check name and the limits are this
+// command's own (the gate's defaults unless given), and the serve log and
+// replies are judged again here; the verdict in result.json is ignored.
 func (e *env) publishRun(ctx context.Context, args []string) int {
 	fs := e.flagSet("publish")
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: npu-serve-smoke publish DIR [flags]\n\nPosts the run in DIR as a check run and a sticky PR comment, from inside GitHub Actions.\n\n")
+		fmt.Fprintf(e.stderr, "usage: npu-serve-smoke publish DIR [flags]\n\nJudges the evidence in DIR (serve.log, reply files) with the limits given here (the gate's\ndefaults unless given; never the run's own) and posts the verdict as a check run and a sticky PR\ncomment, from inside GitHub Actions.\n\n")
 		fs.PrintDefaults()
 	}
-	checkName := fs.String("check-name", "", "the check run's name (default: the run's own)")
-	comment := fs.String("comment", "on-pr", "on-pr or never")
-	pr := fs.Int("pr-number", 0, "the pull request (default: the event's, else the run's own, checked against its head)")
-	token := fs.String("github-token", e.getenv("GITHUB_TOKEN"), "token (default: $GITHUB_TOKEN; never printed)")
-	var dir string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		dir, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
+	c := config.Default()
+	fs.StringVar(&c.CheckName, "check-name", c.CheckName, "the check run's name (never taken from DIR)")
+	fs.StringVar(&c.Preset, "preset", c.Preset, "a kind of serve, which sets its route patterns unless given here: "+strings.Join(config.PresetNames(), ", "))
+	limitFlags(fs, &c)
+	fs.StringVar(&c.Comment, "comment", c.Comment, "on-pr or never")
+	fs.IntVar(&c.PRNumber, "pr-number", 0, "the pull request (default: the event's, else the run's own, checked against its head)")
+	fs.StringVar(&c.GitHubToken, "github-token", e.getenv("GITHUB_TOKEN"), "token (default: $GITHUB_TOKEN; never printed)")
+	dir, ok := e.parseDir(fs, args)
+	if !ok {
 		return exitUsage
 	}
-	if dir == "" && fs.NArg() == 1 {
-		dir = fs.Arg(0)
-	}
-	if dir == "" || (*comment != "on-pr" && *comment != "never") {
-		fs.Usage()
+	if problems := publishInput(&c, setFlags(fs)); problems != "" {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: bad input, nothing was posted:\n%s\n", indent(problems))
 		return exitUsage
 	}
 	if e.getenv("GITHUB_ACTIONS") != "true" {
@@ -42,27 +43,32 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	a := newAction(e.getenv, e.stdout)
-	if *token != "" {
-		a.AddMask(*token)
+	if c.GitHubToken != "" {
+		a.AddMask(c.GitHubToken)
 	}
 	res, err := report.Read(dir)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: %v\n", err)
 		return exitUsage
 	}
-	name := *checkName
-	if name == "" {
-		name = res.Run.CheckName
+	// The run's baseline is its own claim: only --baseline counts here.
+	var bl *judge.Baseline
+	if c.Baseline != "" {
+		if bl, err = config.LoadBaseline(c.Baseline, c.Limits()); err != nil {
+			fmt.Fprintf(e.stderr, "npu-serve-smoke publish: bad input, nothing was posted:\n%s\n", indent(err.Error()))
+			return exitUsage
+		}
 	}
-	if name == "" {
-		name = config.Default().CheckName
+	if err := rejudge(dir, res, &c, bl); err != nil {
+		a.Warningf("%v", err)
 	}
-	gc, pub := e.publisher(a, *token, name, *comment == "on-pr", *pr)
+	res.Run.CheckName = c.CheckName
+	gc, pub := e.publisher(a, c.GitHubToken, c.CheckName, c.Comment == "on-pr", c.PRNumber)
+	if gc != nil && gc.EvidenceFrom != "" {
+		a.Noticef("%s", publish.Untrusted(gc.EvidenceFrom))
+	}
 	if pub == nil {
 		return exitFail
-	}
-	if gc.SHA == "" && res.GitHub != nil {
-		gc.SHA = res.GitHub.SHA
 	}
 	if gc.PR == 0 && res.GitHub != nil && res.GitHub.PR != 0 {
 		// The run's own pull request: believed only when its head is the
@@ -76,4 +82,23 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 	checkID := pub.Finish(ctx, res, report.Markdown(res, publish.CheckTextLimit))
 	publish.Step(a, e.getenv, res, checkID)
 	return exitPass
+}
+
+// publishInput applies the preset and checks the limits and the check name,
+// every problem at once, "" when there is none.
+func publishInput(c *config.Config, set func(string) bool) string {
+	var problems []string
+	if err := c.ApplyPreset(set); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if err := c.CheckLimits(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if strings.TrimSpace(c.CheckName) == "" {
+		problems = append(problems, "--check-name is empty; pass the name the required status check matches, e.g. 'npu serve smoke'")
+	}
+	if c.Comment != "on-pr" && c.Comment != "never" {
+		problems = append(problems, fmt.Sprintf("--comment %q: pass on-pr or never", c.Comment))
+	}
+	return strings.Join(problems, "\n")
 }

@@ -242,25 +242,48 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 }
 
 // CheckLimits checks what the judge uses: the floor, the first-token limit,
-// the rate source and the route patterns. `judge DIR` checks these alone.
+// the rate source and the route patterns, every bad pattern at once.
 func (c *Config) CheckLimits() error {
+	return c.CheckLimitsFrom(func(flag string) string { return "--" + flag })
+}
+
+// CheckLimitsFrom is CheckLimits with each limit named by name(flag):
+// `judge DIR` names a limit read from result.json by its field there, not by
+// a flag that was not given.
+func (c *Config) CheckLimitsFrom(name func(flag string) string) error {
 	var errs []error
 	if !(c.Floor > 0) || math.IsInf(c.Floor, 0) {
-		errs = append(errs, fmt.Errorf("--floor %v: pass a positive number of tokens per second", c.Floor))
+		errs = append(errs, fmt.Errorf("%s %v: pass a positive number of tokens per second", name("floor"), c.Floor))
 	}
 	if !(c.FirstTokenMS > 0) || math.IsInf(c.FirstTokenMS, 0) {
-		errs = append(errs, fmt.Errorf("--first-token-ms %v: pass a positive number of milliseconds", c.FirstTokenMS))
+		errs = append(errs, fmt.Errorf("%s %v: pass a positive number of milliseconds", name("first-token-ms"), c.FirstTokenMS))
 	}
 	if c.RateSource != judge.RateClient && c.RateSource != judge.RateServer {
-		errs = append(errs, fmt.Errorf("--rate-source %q: pass client or server", c.RateSource))
+		errs = append(errs, fmt.Errorf("%s %q: pass client or server", name("rate-source"), c.RateSource))
 	}
 	if !(c.MaxRegression >= 0 && c.MaxRegression < 100) {
-		errs = append(errs, fmt.Errorf("--max-regression %v: pass a percentage from 0 to under 100, e.g. 10", c.MaxRegression))
+		errs = append(errs, fmt.Errorf("%s %v: pass a percentage from 0 to under 100, e.g. 10", name("max-regression"), c.MaxRegression))
 	}
-	if _, err := judge.NewRouteMatcher(c.FastRoute, c.SlowRoute); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, checkPatterns(name("fast-route"), c.FastRoute)...)
+	errs = append(errs, checkPatterns(name("slow-route"), c.SlowRoute)...)
 	return errors.Join(errs...)
+}
+
+// checkPatterns gives a problem for each route pattern the judge would
+// refuse, so all of them are fixed in one go.
+func checkPatterns(name string, patterns []string) []error {
+	if len(patterns) == 0 {
+		return []error{fmt.Errorf("%s: no pattern given; pass at least one RE2 pattern", name)}
+	}
+	var errs []error
+	for _, p := range patterns {
+		if p == "" {
+			errs = append(errs, fmt.Errorf("%s: an empty pattern matches every line; pass a pattern the serve prints on that route", name))
+		} else if _, err := regexp.Compile(p); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q is not a valid RE2 pattern: %v", name, p, err))
+		}
+	}
+	return errs
 }
 
 // LoadBaseline reads an earlier run's result.json and gives its medians,
@@ -292,7 +315,7 @@ func checkOut(dir string) error {
 	}
 	f.Close()
 	os.Remove(f.Name())
-	for _, pat := range []string{"result.json", "reply_*.json", "serve.log"} {
+	for _, pat := range []string{"result.json", "summary.md", "serve.log", "reply_*.json", "warmup_*.json"} {
 		if m, _ := filepath.Glob(filepath.Join(dir, pat)); len(m) > 0 {
 			return fmt.Errorf("--out %s already holds a run (%s); pass an empty or new directory, so two runs' files do not mix", dir, filepath.Base(m[0]))
 		}

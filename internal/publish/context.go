@@ -25,6 +25,10 @@ type Context struct {
 	Event      string // GITHUB_EVENT_NAME
 	PR         int    // the pull request, 0 when there is none
 	Fork       bool   // the pull request comes from another repository
+	// EvidenceFrom names the repository whose run produced the evidence,
+	// when that is not this repository: a workflow_run job posting a fork's
+	// run. Its artifact was written by code this repository did not review.
+	EvidenceFrom string
 	RunID      string
 	RunAttempt string
 	Runner     string
@@ -87,6 +91,12 @@ type event struct {
 		PullRequests []struct {
 			Number int `json:"number"`
 		} `json:"pull_requests"`
+		HeadRepository *struct {
+			FullName string `json:"full_name"`
+		} `json:"head_repository"`
+		Repository *struct {
+			FullName string `json:"full_name"`
+		} `json:"repository"`
 	} `json:"workflow_run"`
 }
 
@@ -111,8 +121,27 @@ func (c *Context) readEvent(b []byte) error {
 		if len(wr.PullRequests) > 0 {
 			c.PR = wr.PullRequests[0].Number
 		}
+		c.EvidenceFrom = evidenceFrom(c.Owner+"/"+c.Repo, wr.Repository, wr.HeadRepository)
 	}
 	return nil
+}
+
+// evidenceFrom is the repository that ran a workflow_run's code when it is
+// not the base repository, "" when it is the base. An event that does not
+// name both is taken as coming from elsewhere.
+func evidenceFrom(self string, base, head *struct {
+	FullName string `json:"full_name"`
+}) string {
+	if base != nil && base.FullName != "" {
+		self = base.FullName
+	}
+	switch {
+	case head == nil || head.FullName == "":
+		return "a repository the event does not name"
+	case head.FullName != self:
+		return head.FullName
+	}
+	return ""
 }
 
 // RunURL is the link to the workflow run.

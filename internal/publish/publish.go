@@ -101,6 +101,9 @@ func (p *Publisher) Finish(ctx context.Context, res *report.Result, summary stri
 		p.notice("not posted to GitHub: %s", why)
 		return 0
 	}
+	if from := p.Ctx.EvidenceFrom; from != "" {
+		summary = "> [!WARNING]\n> " + report.Cell(Untrusted(from), 1000) + "\n\n" + summary
+	}
 	p.finishCheck(ctx, res, summary)
 	if p.Comment {
 		p.comment(ctx, summary)
@@ -116,8 +119,12 @@ func (p *Publisher) finishCheck(ctx context.Context, res *report.Result, summary
 	case report.Cancelled:
 		conclusion = "cancelled"
 	}
+	title := Title(res)
+	if from := p.Ctx.EvidenceFrom; from != "" {
+		title += " (evidence from " + from + "'s run, untrusted)"
+	}
 	output := &github.CheckRunOutput{
-		Title:   github.String(Title(res)),
+		Title:   github.String(title),
 		Summary: github.String(report.Cut(summary, CheckTextLimit)),
 		Text:    github.String(report.Cut(CheckText(res), CheckTextLimit)),
 	}
@@ -146,6 +153,15 @@ func (p *Publisher) finishCheck(ctx context.Context, res *report.Result, summary
 		return
 	}
 	p.checkID = run.GetID()
+}
+
+// Untrusted says what a check run and a comment are worth when the evidence
+// came from the run of another repository (a fork), named by from.
+func Untrusted(from string) string {
+	return "The evidence below came from the run of " + from + " and was not produced by trusted code: " +
+		"that run's code, the gate's included, was the pull request's to change, so its serve.log and replies may be made up. " +
+		"They were judged again here with this workflow's own check name and limits; the verdict the run claimed was ignored. " +
+		"A required check is only as trustworthy as the code that measured (README: a trustworthy required check)."
 }
 
 // Abort completes the check run as a failure when the gate could not run at

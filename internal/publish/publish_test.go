@@ -401,7 +401,9 @@ func TestFromEnv(t *testing.T) {
 	}
 	pr := write("pr.json", `{"number":7,"pull_request":{"number":7,"head":{"sha":"`+headSHA+`","repo":{"full_name":"acme/serve"}},"base":{"repo":{"full_name":"acme/serve"}}}}`)
 	fork := write("fork.json", `{"pull_request":{"number":8,"head":{"sha":"`+headSHA+`","repo":{"full_name":"mallory/serve"}},"base":{"repo":{"full_name":"acme/serve"}}}}`)
-	wr := write("wr.json", `{"workflow_run":{"head_sha":"`+headSHA+`","pull_requests":[{"number":9}]}}`)
+	wr := write("wr.json", `{"workflow_run":{"head_sha":"`+headSHA+`","pull_requests":[{"number":9}],"head_repository":{"full_name":"acme/serve"},"repository":{"full_name":"acme/serve"}}}`)
+	wrFork := write("wr-fork.json", `{"workflow_run":{"head_sha":"`+headSHA+`","pull_requests":[],"head_repository":{"full_name":"mallory/serve"},"repository":{"full_name":"acme/serve"}}}`)
+	wrUnnamed := write("wr-unnamed.json", `{"workflow_run":{"head_sha":"`+headSHA+`","pull_requests":[]}}`)
 	bad := write("bad.json", `{`)
 	env := func(kv ...string) func(string) string {
 		m := map[string]string{"GITHUB_REPOSITORY": "acme/serve", "GITHUB_SHA": mergeSH, "GITHUB_RUN_ID": "77"}
@@ -421,6 +423,8 @@ func TestFromEnv(t *testing.T) {
 			Context{APIURL: "https://ghes.example/api/v3", ServerURL: "https://ghes.example", Owner: "acme", Repo: "serve", SHA: headSHA, PR: 7, RunID: "77"}, ""},
 		{"fork", env("GITHUB_EVENT_PATH", fork), Context{APIURL: "https://api.github.com", ServerURL: "https://github.com", Owner: "acme", Repo: "serve", SHA: headSHA, PR: 8, Fork: true, RunID: "77"}, ""},
 		{"workflow_run", env("GITHUB_EVENT_PATH", wr), Context{APIURL: "https://api.github.com", ServerURL: "https://github.com", Owner: "acme", Repo: "serve", SHA: headSHA, PR: 9, RunID: "77"}, ""},
+		{"workflow_run of a fork's run", env("GITHUB_EVENT_PATH", wrFork), Context{APIURL: "https://api.github.com", ServerURL: "https://github.com", Owner: "acme", Repo: "serve", SHA: headSHA, RunID: "77", EvidenceFrom: "mallory/serve"}, ""},
+		{"workflow_run naming no head repository", env("GITHUB_EVENT_PATH", wrUnnamed), Context{APIURL: "https://api.github.com", ServerURL: "https://github.com", Owner: "acme", Repo: "serve", SHA: headSHA, RunID: "77", EvidenceFrom: "a repository the event does not name"}, ""},
 		{"no repository", env("GITHUB_REPOSITORY", ""), Context{}, `GITHUB_REPOSITORY "" is not owner/repo`},
 		{"unreadable event", env("GITHUB_EVENT_PATH", filepath.Join(dir, "none")), Context{}, "GITHUB_EVENT_PATH"},
 		{"broken event", env("GITHUB_EVENT_PATH", bad), Context{}, "not an event payload"},
