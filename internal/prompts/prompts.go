@@ -57,7 +57,13 @@ func Parse(r io.Reader) ([]Prompt, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		text := sc.Text()
+		if n == 1 {
+			// A byte order mark, as some Windows editors write, is not part
+			// of the first prompt: with it a JSON line would read as text.
+			text = strings.TrimPrefix(text, "\uFEFF")
+		}
+		line := strings.TrimSpace(text)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -68,6 +74,10 @@ func Parse(r io.Reader) ([]Prompt, error) {
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&p); err != nil {
 				errs = append(errs, fmt.Errorf("line %d: not a JSON prompt (%v); write {\"prompt\": \"...\", \"expect\": \"...\"}", n, err))
+				continue
+			}
+			if rest := strings.TrimSpace(line[dec.InputOffset():]); rest != "" {
+				errs = append(errs, fmt.Errorf("line %d: %q follows the JSON prompt; write one JSON object a line, and nothing after it", n, cut(rest, 40)))
 				continue
 			}
 			if strings.TrimSpace(p.Prompt) == "" {
@@ -93,4 +103,12 @@ func Parse(r io.Reader) ([]Prompt, error) {
 		return nil, errors.New("no prompts in it; write one prompt a line")
 	}
 	return ps, nil
+}
+
+// cut shortens s to at most n runes for a message.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }

@@ -30,6 +30,27 @@ What is the capital of France?
 	}
 }
 
+func TestParseByteOrderMark(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []Prompt
+	}{
+		{"JSON first line", "\uFEFF{\"prompt\": \"Name a prime\", \"expect\": \"\\\\d+\"}\nsecond\n", []Prompt{{Prompt: "Name a prime", Expect: `\d+`}, {Prompt: "second"}}},
+		{"plain first line", "\uFEFFhello\n", []Prompt{{Prompt: "hello"}}},
+		{"a comment first", "\uFEFF# prompts\nhello\n", []Prompt{{Prompt: "hello"}}},
+	}
+	for _, tt := range tests {
+		got, err := Parse(strings.NewReader(tt.in))
+		if err != nil {
+			t.Errorf("%s: Parse(%q) error = %v", tt.name, tt.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: Parse(%q) (-want +got):\n%s", tt.name, tt.in, diff)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, in string
@@ -39,6 +60,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad json and bad pattern, both named", "{\"prompt\": \"x\"\nok\n{\"prompt\": \"y\", \"expect\": \"(\"}\n", []string{"line 1: not a JSON prompt", `line 3: expect "(" is not a valid RE2 pattern`}},
 		{"unknown field", `{"promt": "x"}`, []string{"line 1: not a JSON prompt", "unknown field"}},
 		{"empty prompt", `{"prompt": "  "}`, []string{`line 1: "prompt" is empty`}},
+		{"junk after the JSON", "first\n{\"prompt\": \"x\", \"expect\": \"y\"} trailing\n", []string{`line 2: "trailing" follows the JSON prompt`}},
+		{"a second object after the JSON", `{"prompt": "x"}{"prompt": "y"}`, []string{`line 1: "{\"prompt\": \"y\"}" follows the JSON prompt`}},
 	}
 	for _, tt := range tests {
 		_, err := Parse(strings.NewReader(tt.in))
@@ -66,6 +89,11 @@ func TestLoad(t *testing.T) {
 	os.WriteFile(bad, []byte("{\n"), 0o644)
 	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("Load(bad) error = %v, want one naming the file", err)
+	}
+	junk := filepath.Join(dir, "junk.txt")
+	os.WriteFile(junk, []byte("one\n{\"prompt\": \"two\"},\n"), 0o644)
+	if _, err := Load(junk); err == nil || !strings.Contains(err.Error(), junk+": line 2: \",\" follows the JSON prompt") {
+		t.Errorf("Load(junk) error = %v, want one naming the file and line 2", err)
 	}
 }
 

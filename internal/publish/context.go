@@ -16,22 +16,22 @@ import (
 // Context is the GitHub Actions context of a run, from the environment and
 // the event payload.
 type Context struct {
-	APIURL     string // GITHUB_API_URL (GHES too); default https://api.github.com
-	ServerURL  string // GITHUB_SERVER_URL
-	Owner      string
-	Repo       string
-	SHA        string // the commit to report on: the PR head for pull requests
-	Ref        string
-	Event      string // GITHUB_EVENT_NAME
-	PR         int    // the pull request, 0 when there is none
-	Fork       bool   // the pull request comes from another repository
+	APIURL    string // GITHUB_API_URL (GHES too); default https://api.github.com
+	ServerURL string // GITHUB_SERVER_URL
+	Owner     string
+	Repo      string
+	SHA       string // the commit to report on: the PR head for pull requests
+	Ref       string
+	Event     string // GITHUB_EVENT_NAME
+	PR        int    // the pull request, 0 when there is none
+	Fork      bool   // the pull request comes from another repository
 	// EvidenceFrom names the repository whose run produced the evidence,
 	// when that is not this repository: a workflow_run job posting a fork's
 	// run. Its artifact was written by code this repository did not review.
 	EvidenceFrom string
-	RunID      string
-	RunAttempt string
-	Runner     string
+	RunID        string
+	RunAttempt   string
+	Runner       string
 }
 
 // FromEnv reads the context of the Actions run the process is in.
