@@ -176,7 +176,7 @@ func (e *env) print(res *report.Result) {
 	}
 	report.Console(e.stdout, res)
 	if iv := res.Intervals.Rate; iv != nil {
-		fmt.Fprintf(e.stderr, "median rate %.1f tok/s, %.1f%% interval %.1f–%.1f, over %d replies\n", iv.Median, iv.Coverage*100, iv.Lo, iv.Hi, iv.N)
+		fmt.Fprintf(e.stderr, "median rate %.1f tok/s, %s, over %d replies\n", iv.Median, report.IntervalText(iv, 1), iv.N)
 	}
 	if res.Extra.Replies > 0 {
 		fmt.Fprintf(e.stderr, "%d replies more than --replies: %s\n", res.Extra.Replies, res.Extra.Why)

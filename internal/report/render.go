@@ -81,9 +81,9 @@ func markdown(r *Result, withTail bool) string {
 	}
 	fmt.Fprintf(&b, "### %s npu serve smoke: %s\n\n", icon, word)
 	if iv := r.Intervals.Rate; iv != nil {
-		fmt.Fprintf(&b, "Median decode rate **%.1f tok/s** (%s %.1f–%.1f; floor %.1f)", iv.Median, coverage(iv), iv.Lo, iv.Hi, r.Limits.Floor)
+		fmt.Fprintf(&b, "Median decode rate **%.1f tok/s** (%s; floor %.1f)", iv.Median, IntervalText(iv, 1), r.Limits.Floor)
 		if ft := r.Intervals.FirstToken; ft != nil {
-			fmt.Fprintf(&b, ", median first token **%.0f ms** (%s %.0f–%.0f; limit %.0f)", ft.Median, coverage(ft), ft.Lo, ft.Hi, r.Limits.FirstTokenMS)
+			fmt.Fprintf(&b, ", median first token **%.0f ms** (%s; limit %.0f)", ft.Median, IntervalText(ft, 0), r.Limits.FirstTokenMS)
 		}
 		fmt.Fprintf(&b, ", over %d replies.", iv.N)
 		if r.Extra.Replies > 0 {
@@ -145,6 +145,24 @@ func markdown(r *Result, withTail bool) string {
 		b.WriteString("\n</details>\n")
 	}
 	return b.String()
+}
+
+// MinIntervalFigures is the fewest figures whose median has an interval
+// worth the name: one figure's [min, max] holds the median with probability
+// 0, two figures' with ½.
+const MinIntervalFigures = 3
+
+// IntervalText is "95% interval 84.7–100.0" with prec decimals, or, below
+// MinIntervalFigures, "no interval from 2 replies".
+func IntervalText(iv *judge.Interval, prec int) string {
+	if iv.N < MinIntervalFigures {
+		word := "replies"
+		if iv.N == 1 {
+			word = "reply"
+		}
+		return fmt.Sprintf("no interval from %d %s", iv.N, word)
+	}
+	return fmt.Sprintf("%s %.*f–%.*f", coverage(iv), prec, iv.Lo, prec, iv.Hi)
 }
 
 // coverage names an interval by its coverage: "95% interval", or the lower

@@ -110,7 +110,7 @@ func TestMarkdown(t *testing.T) {
 	md := Markdown(r, MarkdownLimit)
 	for _, want := range []string{
 		"### ✅ npu serve smoke: PASS\n",
-		"Median decode rate **92.3 tok/s** (50% interval 84.7–100.0; floor 60.0), median first token **264 ms** (50% interval 250–277; limit 600), over 2 replies.\n",
+		"Median decode rate **92.3 tok/s** (no interval from 2 replies; floor 60.0), median first token **264 ms** (no interval from 2 replies; limit 600), over 2 replies.\n",
 		"| route | ✅ ok | the serve log names the fast route: &quot;ready on the private route dx&quot; \\(line 1\\) |",
 		"| 1 | Explain caches | 250 ms | 100.0 tok/s | 128 | 90.0 tok/s | A cache holds lines. |",
 		"| 2 | Explain caches | 277 ms | 84.7 tok/s | 128 | 90.0 tok/s | Caches. |",
@@ -294,6 +294,24 @@ func TestMarkdownStabilityBaselineChart(t *testing.T) {
 	r.Replies[1].FirstMS = nil
 	if md := Markdown(r, MarkdownLimit); !strings.Contains(md, "bar [100, 0, 100,") {
 		t.Errorf("chart of a reply without a rate:\n%s", md)
+	}
+}
+
+func TestIntervalText(t *testing.T) {
+	tests := []struct {
+		iv   judge.Interval
+		prec int
+		want string
+	}{
+		{judge.Interval{N: 1, Median: 50, Lo: 50, Hi: 50, Coverage: 0}, 1, "no interval from 1 reply"},
+		{judge.Interval{N: 2, Median: 55, Lo: 50, Hi: 60, Coverage: 0.5}, 1, "no interval from 2 replies"},
+		{judge.Interval{N: 3, Median: 55, Lo: 50, Hi: 60, Coverage: 0.75}, 1, "75% interval 50.0–60.0"},
+		{judge.Interval{N: 9, Median: 264, Lo: 250.4, Hi: 277.6, Coverage: 0.9609375}, 0, "96% interval 250–278"},
+	}
+	for _, tt := range tests {
+		if got := IntervalText(&tt.iv, tt.prec); got != tt.want {
+			t.Errorf("IntervalText(%+v, %d) = %q, want %q", tt.iv, tt.prec, got, tt.want)
+		}
 	}
 }
 
