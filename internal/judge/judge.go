@@ -153,13 +153,14 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	for i := range replies {
 		r := &replies[i]
 		v, why := l.RateOf(r)
-		if _, src := r.Tokens(); src == measure.SourceChunks && l.RateSource != RateServer {
-			approximate++
-		}
 		if why != "" {
+			// Its own reason only: a reply that failed sent no usage either.
 			each = append(each, "-")
 			missing = append(missing, fmt.Sprintf("reply %d has no rate (%s)", r.N, why))
 			continue
+		}
+		if _, src := r.Tokens(); src == measure.SourceChunks && l.RateSource != RateServer {
+			approximate++
 		}
 		rates = append(rates, v)
 		each = append(each, fmt.Sprintf("%.1f", v))
@@ -170,7 +171,7 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	}
 	figures := fmt.Sprintf("(floor %.1f; each: %s)", l.Floor, strings.Join(each, ", "))
 	if approximate > 0 {
-		figures += fmt.Sprintf("; tokens approximate for %d of %d: counted chunks, the serve sent no usage", approximate, len(replies))
+		figures += fmt.Sprintf("; tokens approximate for %d of %d: counted chunks, the serve sent no usage", approximate, len(rates))
 	}
 	if len(missing) > 0 {
 		a.Detail = strings.Join(missing, "; ") + " " + figures

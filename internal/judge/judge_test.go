@@ -256,6 +256,18 @@ func TestJudge(t *testing.T) {
 			exact:   []string{"", "median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1); tokens approximate for 1 of 3: counted chunks, the serve sent no usage"},
 		},
 		{
+			name: "a failed reply is not called approximate: it has its own reason", log: fastLine,
+			replies: withReply(fastRow, 1, func(r *measure.Reply) { r.CompletionTokens = nil; r.Server = nil; r.Error = "connection reset" }),
+			want:    okay{true, false, true, false},
+			exact:   []string{"", "reply 2 has no rate (the reply failed) (floor 60.0; each: 98.4, -, 82.1)"},
+		},
+		{
+			name: "approximate counts only replies with a rate", log: fastLine,
+			replies: withReply(withReply(fastRow, 0, func(r *measure.Reply) { r.CompletionTokens = nil; r.Server = nil }), 1, func(r *measure.Reply) { r.Error = "connection reset" }),
+			want:    okay{true, false, true, false},
+			exact:   []string{"", "reply 2 has no rate (the reply failed) (floor 60.0; each: 98.4, -, 82.1); tokens approximate for 1 of 2: counted chunks, the serve sent no usage"},
+		},
+		{
 			name: "an expect pattern that matches", log: fastLine,
 			replies: withReply(fastRow, 0, func(r *measure.Reply) { r.Expect = `(?i)paris` }),
 			want:    okay{true, true, true, true},

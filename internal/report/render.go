@@ -273,7 +273,7 @@ func seconds(ms float64) string {
 
 // Cell makes untrusted text safe in a Markdown table cell and in running
 // text: one line, at most n runes, no HTML, no table pipes, no code spans,
-// no links, no @mentions and no #references.
+// no math, no links, no @mentions and no #references.
 func Cell(s string, n int) string {
 	if utf8.RuneCountInString(s) > n {
 		s = string([]rune(s)[:n]) + "…"
@@ -302,6 +302,12 @@ func Cell(s string, n int) string {
 			b.WriteString("@\u200d")
 		case c == '#':
 			b.WriteString("&#35;")
+		case c == '$':
+			// Two dollar signs in a line make GitHub render math between
+			// them, and a backslash does not stop it there; a dollar sign
+			// alone in a span does (GitHub's docs: "Writing mathematical
+			// expressions").
+			b.WriteString("<span>$</span>")
 		case strings.ContainsRune(`\[]*_~!()`, c):
 			b.WriteByte('\\')
 			b.WriteRune(c)

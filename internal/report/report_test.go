@@ -96,6 +96,7 @@ func TestCell(t *testing.T) {
 		{"\x1b[31mred", 20, "\uFFFD\\[31mred"},
 		{"a & b \"q\"", 20, "a &amp; b &quot;q&quot;"},
 		{"abcdef", 3, "abc…"},
+		{"costs $5 or $$x^2$$ and $`y`$", 40, "costs <span>$</span>5 or <span>$</span><span>$</span>x^2<span>$</span><span>$</span> and <span>$</span>&#96;y&#96;<span>$</span>"},
 		{"ééééé", 4, "éééé…"},
 	}
 	for _, tt := range tests {
@@ -294,6 +295,16 @@ func TestMarkdownStabilityBaselineChart(t *testing.T) {
 	r.Replies[1].FirstMS = nil
 	if md := Markdown(r, MarkdownLimit); !strings.Contains(md, "bar [100, 0, 100,") {
 		t.Errorf("chart of a reply without a rate:\n%s", md)
+	}
+}
+
+func TestMarkdownNoMath(t *testing.T) {
+	r := sample()
+	r.Replies[0].Content = "It costs $5, or $10 with tax."
+	r.Replies[1].Error = "read $HOME/x: $PATH"
+	md := Markdown(r, MarkdownLimit)
+	if n, spans := strings.Count(md, "$"), strings.Count(md, "<span>$</span>"); n != spans || n != 4 {
+		t.Errorf("Markdown() has %d dollar signs, %d of them in spans, want 4 and 4:\n%s", n, spans, md)
 	}
 }
 
