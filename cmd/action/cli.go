@@ -10,6 +10,7 @@ import (
 
 	"github.com/sethvargo/go-githubactions"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
 )
 
@@ -34,14 +35,26 @@ Exit status: 0 PASS, 1 FAIL, 2 bad input (nothing was started).
 
 // env is the process environment the commands see.
 type env struct {
-	getenv         func(string) string
-	stdout, stderr io.Writer
+	getenv func(string) string
+	// stdout and stderr print every line through console.Text: the one way
+	// to the console for text that may come from elsewhere.
+	stdout, stderr *console.Printer
+	// raw is stdout itself, for the workflow commands the gate means to
+	// issue (go-githubactions writes there).
+	raw io.Writer
+	// cmds is the runner's reading of workflow commands; nil outside
+	// GitHub Actions.
+	cmds *console.Commands
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	e := &env{getenv: getenv, stdout: stdout, stderr: stderr}
+	var cmds *console.Commands
+	if getenv("GITHUB_ACTIONS") == "true" {
+		cmds = &console.Commands{}
+	}
+	e := &env{getenv: getenv, stdout: console.NewPrinter(stdout, cmds), stderr: console.NewPrinter(stderr, cmds), raw: stdout, cmds: cmds}
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(e.stderr, usage)
 		return exitUsage
 	}
 	switch args[0] {
@@ -56,10 +69,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "fakellm": // the simulated serve, started by demo
 		return fakellm.Command(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(e.stdout, usage)
 		return exitPass
 	default:
-		fmt.Fprintf(stderr, "npu-serve-smoke: unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: unknown command %q\n%s", args[0], usage)
 		return exitUsage
 	}
 }

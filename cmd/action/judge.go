@@ -28,7 +28,7 @@ func (e *env) judge(args []string) int {
 	}
 	res, err := report.Read(dir)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: %v\n", err)
+		e.stderr.Printf("npu-serve-smoke judge: %v", err)
 		return exitUsage
 	}
 	// The run's own limits, where no flag replaces them.
@@ -85,7 +85,7 @@ func (e *env) judge(args []string) int {
 		return exitUsage
 	}
 	if err := rejudge(dir, res, &c, bl); err != nil {
-		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: %v\n", err)
+		e.stderr.Printf("npu-serve-smoke judge: %v", err)
 	}
 	report.Console(e.stdout, res)
 	if res.Pass() {

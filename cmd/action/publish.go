@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
@@ -42,13 +43,13 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: not inside GitHub Actions (GITHUB_ACTIONS is not true); run it in a workflow job\n")
 		return exitUsage
 	}
-	a := newAction(e.getenv, e.stdout)
+	a := newAction(e.getenv, e.raw)
 	if c.GitHubToken != "" {
 		a.AddMask(c.GitHubToken)
 	}
 	res, err := report.Read(dir)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: %v\n", err)
+		e.stderr.Printf("npu-serve-smoke publish: %v", err)
 		return exitUsage
 	}
 	// The run's baseline is its own claim: only --baseline counts here.
@@ -60,7 +61,7 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 		}
 	}
 	if err := rejudge(dir, res, &c, bl); err != nil {
-		a.Warningf("%v", err)
+		a.Warningf("%s", console.Text(err.Error()))
 	}
 	res.Run.CheckName = c.CheckName
 	gc, pub := e.publisher(a, c.GitHubToken, c.CheckName, c.Comment == "on-pr", c.PRNumber)
@@ -75,7 +76,7 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 		// commit this event reports on.
 		gc.PR = res.GitHub.PR
 		if err := pub.CheckPR(ctx); err != nil {
-			a.Noticef("no PR comment: %v", err)
+			a.Noticef("%s", console.Text("no PR comment: "+err.Error()))
 			gc.PR = 0
 		}
 	}

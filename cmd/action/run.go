@@ -13,6 +13,7 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/gate"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
@@ -33,7 +34,7 @@ func (e *env) run(ctx context.Context, args []string) int {
 	}
 	var a *githubactions.Action
 	if e.getenv("GITHUB_ACTIONS") == "true" {
-		a = newAction(e.getenv, e.stdout)
+		a = newAction(e.getenv, e.raw)
 		if len(args) == 0 {
 			if err := fromInputs(fs, a); err != nil {
 				fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input:\n%s\n", indent(err.Error()))
@@ -58,12 +59,12 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 	if err != nil {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
 		if a != nil {
-			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("%s", err)
+			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("%s", console.Text(err.Error()))
 		}
 		return exitUsage
 	}
 	if err := serve.BecomeSubreaper(); err != nil {
-		fmt.Fprintf(e.stderr, "npu-serve-smoke: warning: cannot become a child subreaper (%v); detached helpers of the serve may escape the sweep\n", err)
+		e.stderr.Printf("npu-serve-smoke: warning: cannot become a child subreaper (%v); detached helpers of the serve may escape the sweep", err)
 	}
 	tmp := e.getenv("RUNNER_TEMP")
 	if tmp == "" {
@@ -94,15 +95,17 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 
 	resume := func() {}
 	if a != nil {
-		// From here on the console carries the serve's text.
-		resume = publish.StopCommands(a)
+		// From here on the console carries the serve's text: the runner
+		// reads no workflow commands until the run is printed. Lines
+		// printed after that get a stop of their own (console.Printer).
+		resume = e.cmds.Stop(e.raw)
 	}
 	res, err := g.Run(ctx)
 	if err != nil {
 		resume()
-		fmt.Fprintf(e.stderr, "npu-serve-smoke: nothing was started: %v\n", err)
+		e.stderr.Printf("npu-serve-smoke: nothing was started: %v", err)
 		if a != nil {
-			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: not started"}).Errorf("%s", err)
+			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: not started"}).Errorf("%s", console.Text(err.Error()))
 		}
 		if pub != nil {
 			pctx, cancel := publish.Timeout(ctx)
@@ -137,7 +140,7 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 func (e *env) publisher(a *githubactions.Action, token, checkName string, comment bool, pr int) (*publish.Context, *publish.Publisher) {
 	gc, err := publish.FromEnv(e.getenv)
 	if err != nil {
-		a.Warningf("the GitHub context cannot be read (%v); the check run and the PR comment are skipped", err)
+		a.Warningf("%s", console.Text(fmt.Sprintf("the GitHub context cannot be read (%v); the check run and the PR comment are skipped", err)))
 		return nil, nil
 	}
 	if pr != 0 {
@@ -149,12 +152,12 @@ func (e *env) publisher(a *githubactions.Action, token, checkName string, commen
 	}
 	client, err := publish.NewClient(gc, token, publish.DefaultRetry(), nil)
 	if err != nil {
-		a.Warningf("%v; the check run and the PR comment are skipped", err)
+		a.Warningf("%s", console.Text(fmt.Sprintf("%v; the check run and the PR comment are skipped", err)))
 		return gc, nil
 	}
 	return gc, &publish.Publisher{
 		Client: client, Ctx: gc, CheckName: checkName, Comment: comment,
-		Notice: func(format string, args ...any) { a.Noticef(format, args...) },
+		Notice: func(format string, args ...any) { a.Noticef("%s", console.Text(fmt.Sprintf(format, args...))) },
 	}
 }
 
@@ -162,15 +165,15 @@ func (e *env) publisher(a *githubactions.Action, token, checkName string, commen
 // replies: why, and the end of the serve's log.
 func (e *env) print(res *report.Result) {
 	if res.NoReplies != "" {
-		fmt.Fprintf(e.stderr, "no replies: %s\n", report.ConsoleText(res.NoReplies))
+		e.stderr.Printf("no replies: %s", res.NoReplies)
 		tail := res.Serve.LogTail
 		if len(tail) > 15 {
 			tail = tail[len(tail)-15:]
 		}
 		if len(tail) > 0 {
-			fmt.Fprintf(e.stderr, "the last %d lines of %s:\n", len(tail), filepath.Join(res.Run.Out, report.LogFile))
+			e.stderr.Printf("the last %d lines of %s:", len(tail), filepath.Join(res.Run.Out, report.LogFile))
 			for _, l := range tail {
-				fmt.Fprintf(e.stderr, "  | %s\n", report.ConsoleText(l))
+				e.stderr.Printf("  | %s", l)
 			}
 		}
 	}
@@ -179,7 +182,7 @@ func (e *env) print(res *report.Result) {
 		fmt.Fprintf(e.stderr, "median rate %.1f tok/s, %s, over %d replies\n", iv.Median, report.IntervalText(iv, 1), iv.N)
 	}
 	if res.Extra.Replies > 0 {
-		fmt.Fprintf(e.stderr, "%d replies more than --replies: %s\n", res.Extra.Replies, res.Extra.Why)
+		e.stderr.Printf("%d replies more than --replies: %s", res.Extra.Replies, res.Extra.Why)
 	}
 }
 

@@ -1,9 +1,12 @@
 // Package console makes text from elsewhere (the serve's log and replies,
 // other processes' command lines, facts read from shared files) safe to print
-// on a terminal or a GitHub Actions runner's log.
+// on a terminal or a GitHub Actions runner's log: Text escapes one line, and
+// a Printer prints every line through Text, inside the runner's
+// stop-commands when in Actions.
 package console
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -12,21 +15,44 @@ import (
 
 // Text makes s safe to print on one console line: control characters, line
 // breaks and escape sequences among them, are shown escaped, so text from
-// elsewhere can neither start a line of its own nor move the cursor.
+// elsewhere can neither start a line of its own nor move the cursor; and it
+// cannot be read as a GitHub Actions workflow command, in either of the forms
+// the runner reads: "::name::" at the start of a line (after white space) and
+// "##[name]" anywhere in it.
 func Text(s string) string {
-	if !strings.ContainsFunc(s, IsControl) {
+	if !strings.ContainsFunc(s, IsControl) && !startsCommand(s) && !strings.Contains(s, legacyCommand) {
 		return s
 	}
 	var b strings.Builder
-	for _, c := range s {
-		if IsControl(c) {
+	for i, c := range s {
+		switch {
+		case c == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			// A byte that is not UTF-8 (a C1 control byte among them).
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case IsControl(c):
 			q := strconv.QuoteRune(c)
 			b.WriteString(q[1 : len(q)-1])
-			continue
+		default:
+			b.WriteRune(c)
 		}
-		b.WriteRune(c)
 	}
-	return b.String()
+	out := b.String()
+	if startsCommand(out) {
+		i := strings.IndexByte(out, ':')
+		out = out[:i] + `\x3a` + out[i+1:]
+	}
+	// "##[" becomes "##\[", which no longer holds the runner's prefix.
+	return strings.ReplaceAll(out, legacyCommand, `##\[`)
+}
+
+// legacyCommand is the prefix of the runner's first form of workflow
+// commands, which it finds anywhere in a line.
+const legacyCommand = "##["
+
+// startsCommand reports whether s, after white space, starts as a workflow
+// command does.
+func startsCommand(s string) bool {
+	return strings.HasPrefix(strings.TrimLeftFunc(s, unicode.IsSpace), "::")
 }
 
 // IsControl reports whether c would act on a terminal or split a line rather

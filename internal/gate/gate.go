@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
@@ -395,9 +396,12 @@ func progress(r *measure.Reply) string {
 	return fmt.Sprintf("%s %d: %s", name, r.N, strings.Join(parts, ", "))
 }
 
+// logf prints one progress line, made safe whole by console.Text: its
+// arguments may hold text from elsewhere (the serve's words and errors,
+// other processes' command lines).
 func (g *Gate) logf(format string, args ...any) {
 	if g.Log != nil {
-		fmt.Fprintf(g.Log, format+"\n", args...)
+		fmt.Fprintln(g.Log, console.Text(fmt.Sprintf(format, args...)))
 	}
 }
 

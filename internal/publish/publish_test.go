@@ -457,7 +457,7 @@ func TestStep(t *testing.T) {
 	var console bytes.Buffer
 	a := githubactions.New(githubactions.WithGetenv(func(k string) string { return env[k] }), githubactions.WithWriter(&console))
 	res := result(t, false)
-	res.Assertions[0].Detail = "evil\n::set-output name=x::y"
+	res.Assertions[0].Detail = "evil\n::set-output name=x::y \x1b[2J ##[add-mask]z 100%"
 	Step(a, func(k string) string { return env[k] }, res, 99)
 	summary, _ := os.ReadFile(env["GITHUB_STEP_SUMMARY"])
 	if !strings.Contains(string(summary), "npu serve smoke: FAIL") {
@@ -469,7 +469,9 @@ func TestStep(t *testing.T) {
 			t.Errorf("GITHUB_OUTPUT lacks %q:\n%s", want, outputs)
 		}
 	}
-	want := "::error title=npu serve smoke%3A route::evil%0A::set-output name=x::y\n::error title=npu serve smoke%3A rate::" + res.Assertions[1].Detail + "\n"
+	// go-githubactions escapes %, CR and LF; the rest (ESC, "##[") is
+	// console.Text's.
+	want := "::error title=npu serve smoke%3A route::evil\\n::set-output name=x::y \\x1b[2J ##\\[add-mask]z 100%25\n::error title=npu serve smoke%3A rate::" + res.Assertions[1].Detail + "\n"
 	if diff := cmp.Diff(want, console.String()); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
 	}
@@ -496,25 +498,6 @@ func TestOutputsOfNothing(t *testing.T) {
 		if got := RouteName(ev); got != want {
 			t.Errorf("RouteName() = %s, want %s", got, want)
 		}
-	}
-}
-
-func TestStopCommands(t *testing.T) {
-	var b bytes.Buffer
-	a := githubactions.New(githubactions.WithWriter(&b), githubactions.WithGetenv(func(string) string { return "" }))
-	resume := StopCommands(a)
-	b.WriteString("::set-output name=x::y\n")
-	resume()
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	stop := regexp.MustCompile(`^::stop-commands::(npu-serve-smoke-[0-9a-f]{32})$`)
-	m := stop.FindStringSubmatch(lines[0])
-	if len(lines) != 3 || m == nil || lines[2] != "::"+m[1]+"::" {
-		t.Errorf("StopCommands wrote %q, want stop-commands with a random token, then the token to resume", lines)
-	}
-	resume2 := StopCommands(a)
-	resume2()
-	if strings.Count(b.String(), m[1]) != 2 {
-		t.Errorf("the token was reused")
 	}
 }
 

@@ -2,14 +2,13 @@ package publish
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/sethvargo/go-githubactions"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -31,7 +30,9 @@ func Step(a *githubactions.Action, getenv func(string) string, res *report.Resul
 	}
 	for _, as := range res.Assertions {
 		if !as.OK {
-			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: " + as.Name}).Errorf("%s", as.Detail)
+			// go-githubactions escapes only %, CR and LF in a command's
+			// data: the rest of a detail from elsewhere is made safe here.
+			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: " + as.Name}).Errorf("%s", console.Text(as.Detail))
 		}
 	}
 }
@@ -60,18 +61,6 @@ func Outputs(res *report.Result, checkID int64) map[string]string {
 		out["check-run-id"] = fmt.Sprint(checkID)
 	}
 	return out
-}
-
-// StopCommands makes the runner stop reading workflow commands, so that
-// text from the serve echoed to the console cannot issue any, until the
-// returned function is called. The token is random, so the serve cannot
-// guess it to resume them.
-func StopCommands(a *githubactions.Action) (resume func()) {
-	b := make([]byte, 16)
-	rand.Read(b)
-	token := "npu-serve-smoke-" + hex.EncodeToString(b)
-	a.IssueCommand(&githubactions.Command{Name: "stop-commands", Message: token})
-	return func() { a.IssueCommand(&githubactions.Command{Name: token}) }
 }
 
 // Timeout bounds the posts. After a cancel they get 2.5 s: the serve's stop
