@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -40,6 +42,7 @@ func TestScripts(t *testing.T) {
 			"githublog":     githubLog,
 			"githubcomment": githubComment,
 			"githubcheck":   githubCheck,
+			"consolesafe":   consoleSafe,
 			"setenvfile":    setEnvFile,
 			"waitfor":       scripttest.WaitFor,
 			"noproc":        scripttest.NoProc,
@@ -130,6 +133,35 @@ func githubCheck(ts *testscript.TestScript, neg bool, args []string) {
 		fmt.Fprintf(&b, "name: %v\nconclusion: %v\ntitle: %v\nsummary:\n%v\n", c["name"], c["conclusion"], out["title"], out["summary"])
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
+}
+
+// workflowCommand is a workflow command the gate means to issue: the
+// runner's stop and the resume of its random token, the mask of the test's
+// token, and annotations.
+var workflowCommand = regexp.MustCompile(`^::(stop-commands::npu-serve-smoke-[0-9a-f]{32}|npu-serve-smoke-[0-9a-f]{32}::|add-mask::ghs_fake|(error|warning|notice)( [^:]*)?::.*)$`)
+
+// consolesafe checks the last command's stdout and stderr as a GitHub
+// Actions runner reads them (actions/runner, ActionCommand.cs): no raw
+// control character but the line break; no "##[" (the runner's first form
+// of commands, read anywhere in a line); and every line that starts with
+// "::" after white space (the second form) a command the gate means.
+func consoleSafe(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: consolesafe")
+	}
+	for _, stream := range []string{"stdout", "stderr"} {
+		for i, line := range strings.Split(ts.ReadFile(stream), "\n") {
+			if strings.ContainsFunc(line, func(c rune) bool { return unicode.IsControl(c) || c == '\u2028' || c == '\u2029' }) || !utf8.ValidString(line) {
+				ts.Fatalf("%s line %d holds a raw control character: %q", stream, i+1, line)
+			}
+			if strings.Contains(line, "##[") {
+				ts.Fatalf("%s line %d holds a workflow command (##[): %q", stream, i+1, line)
+			}
+			if v2 := strings.TrimLeftFunc(line, unicode.IsSpace); strings.HasPrefix(v2, "::") && !workflowCommand.MatchString(line) {
+				ts.Fatalf("%s line %d is a workflow command the gate did not mean: %q", stream, i+1, line)
+			}
+		}
+	}
 }
 
 // setenvfile NAME FILE sets NAME to FILE's content (which may hold line
