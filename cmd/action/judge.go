@@ -38,7 +38,7 @@ func (e *env) judge(args []string) int {
 	c.FastRoute, c.SlowRoute = res.Route.FastPatterns, res.Route.SlowPatterns
 	fromRun := map[string]string{
 		"floor": "limits.floor", "first-token-ms": "limits.first_token_ms", "rate-source": "limits.rate_source",
-		"max-regression": "limits.max_regression", "fast-route": "route.fast_patterns", "slow-route": "route.slow_patterns",
+		"max-regression": "limits.max_regression (in percent)", "fast-route": "route.fast_patterns", "slow-route": "route.slow_patterns",
 	}
 	set := setFlags(fs)
 	fs.Visit(func(f *flag.Flag) {
@@ -87,7 +87,11 @@ func (e *env) judge(args []string) int {
 	if err := rejudge(dir, res, &c, bl); err != nil {
 		e.stderr.Printf("npu-serve-smoke judge: %v", err)
 	}
+	// The report quotes the serve's log: the runner reads no workflow
+	// commands while it is printed.
+	resume := e.cmds.Stop(e.raw)
 	report.Console(e.stdout, res)
+	resume()
 	if res.Pass() {
 		return exitPass
 	}

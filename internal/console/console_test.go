@@ -111,6 +111,15 @@ func TestCommandsStop(t *testing.T) {
 	}
 }
 
+func TestCommandsNil(t *testing.T) {
+	var b bytes.Buffer
+	var c *Commands
+	c.Stop(&b)()
+	if b.Len() != 0 || c.Stopped() {
+		t.Errorf("nil Commands: Stop wrote %q, Stopped() = %v; want nothing and false", b.String(), c.Stopped())
+	}
+}
+
 func TestPrinterOutsideActions(t *testing.T) {
 	var b bytes.Buffer
 	p := NewPrinter(&b, nil)

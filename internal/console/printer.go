@@ -18,8 +18,12 @@ type Commands struct {
 
 // Stop tells the runner, on w, to stop reading workflow commands until the
 // returned function is called, which tells it on w to resume. The token is
-// random, so text from elsewhere cannot guess it to resume them.
+// random, so text from elsewhere cannot guess it to resume them. Outside
+// GitHub Actions (c is nil) it does nothing.
 func (c *Commands) Stop(w io.Writer) (resume func()) {
+	if c == nil {
+		return func() {}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.token != "" {
@@ -38,6 +42,9 @@ func (c *Commands) Stop(w io.Writer) (resume func()) {
 // Stopped reports whether the runner has been told to stop reading workflow
 // commands.
 func (c *Commands) Stopped() bool {
+	if c == nil {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.token != ""

@@ -138,7 +138,7 @@ func evidenceFrom(self string, base, head *struct {
 	switch {
 	case head == nil || head.FullName == "":
 		return "a repository the event does not name"
-	case head.FullName != self:
+	case !strings.EqualFold(head.FullName, self): // GitHub's names ignore case
 		return head.FullName
 	}
 	return ""

@@ -401,7 +401,7 @@ func TestFromEnv(t *testing.T) {
 	}
 	pr := write("pr.json", `{"number":7,"pull_request":{"number":7,"head":{"sha":"`+headSHA+`","repo":{"full_name":"acme/serve"}},"base":{"repo":{"full_name":"acme/serve"}}}}`)
 	fork := write("fork.json", `{"pull_request":{"number":8,"head":{"sha":"`+headSHA+`","repo":{"full_name":"mallory/serve"}},"base":{"repo":{"full_name":"acme/serve"}}}}`)
-	wr := write("wr.json", `{"workflow_run":{"head_sha":"`+headSHA+`","pull_requests":[{"number":9}],"head_repository":{"full_name":"acme/serve"},"repository":{"full_name":"acme/serve"}}}`)
+	wr := write("wr.json", `{"workflow_run":{"head_sha":"`+headSHA+`","pull_requests":[{"number":9}],"head_repository":{"full_name":"Acme/Serve"},"repository":{"full_name":"acme/serve"}}}`)
 	wrFork := write("wr-fork.json", `{"workflow_run":{"head_sha":"`+headSHA+`","pull_requests":[],"head_repository":{"full_name":"mallory/serve"},"repository":{"full_name":"acme/serve"}}}`)
 	wrUnnamed := write("wr-unnamed.json", `{"workflow_run":{"head_sha":"`+headSHA+`","pull_requests":[]}}`)
 	bad := write("bad.json", `{`)
