@@ -66,7 +66,10 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 	res.Run.CheckName = c.CheckName
 	gc, pub := e.publisher(a, c.GitHubToken, c.CheckName, c.Comment == "on-pr", c.PRNumber)
 	if gc != nil && gc.EvidenceFrom != "" {
-		a.Noticef("%s", publish.Untrusted(gc.EvidenceFrom))
+		a.Noticef("%s", console.Text(publish.Untrusted(gc.EvidenceFrom)))
+		if e.getenv("GITHUB_STEP_SUMMARY") != "" {
+			a.AddStepSummary(publish.UntrustedNote(gc.EvidenceFrom))
+		}
 	}
 	if pub == nil {
 		return exitFail

@@ -102,7 +102,7 @@ func (p *Publisher) Finish(ctx context.Context, res *report.Result, summary stri
 		return 0
 	}
 	if from := p.Ctx.EvidenceFrom; from != "" {
-		summary = "> [!WARNING]\n> " + report.Cell(Untrusted(from), 1000) + "\n\n" + summary
+		summary = UntrustedNote(from) + summary
 	}
 	p.finishCheck(ctx, res, summary)
 	if p.Comment {
@@ -162,6 +162,11 @@ func Untrusted(from string) string {
 		"that run's code, the gate's included, was the pull request's to change, so its serve.log and replies may be made up. " +
 		"They were judged again here with this workflow's own check name and limits; the verdict the run claimed was ignored. " +
 		"A required check is only as trustworthy as the code that measured (README: a trustworthy required check)."
+}
+
+// UntrustedNote is Untrusted as a Markdown warning, to put above a report.
+func UntrustedNote(from string) string {
+	return "> [!WARNING]\n> " + report.Cell(Untrusted(from), 1000) + "\n\n"
 }
 
 // Abort completes the check run as a failure when the gate could not run at
