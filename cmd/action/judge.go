@@ -31,46 +31,8 @@ func (e *env) judge(args []string) int {
 		e.stderr.Printf("npu-serve-smoke judge: %v", err)
 		return exitUsage
 	}
-	// The run's own limits, where no flag replaces them.
-	c := config.Default()
-	c.Floor, c.FirstTokenMS, c.RateSource = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource
-	c.MaxRegression = res.Limits.MaxRegression * 100
-	c.FastRoute, c.SlowRoute = res.Route.FastPatterns, res.Route.SlowPatterns
-	fromRun := map[string]string{
-		"floor": "limits.floor", "first-token-ms": "limits.first_token_ms", "rate-source": "limits.rate_source",
-		"max-regression": "limits.max_regression (in percent)", "fast-route": "route.fast_patterns", "slow-route": "route.slow_patterns",
-	}
-	set := setFlags(fs)
-	fs.Visit(func(f *flag.Flag) {
-		delete(fromRun, f.Name)
-		switch f.Name {
-		case "floor":
-			c.Floor = d.Floor
-		case "first-token-ms":
-			c.FirstTokenMS = d.FirstTokenMS
-		case "rate-source":
-			c.RateSource = d.RateSource
-		case "max-regression":
-			c.MaxRegression = d.MaxRegression
-		case "fast-route":
-			c.FastRoute = d.FastRoute
-		case "slow-route":
-			c.SlowRoute = d.SlowRoute
-		}
-	})
-	if d.Baseline != "" && c.MaxRegression == 0 && !set("max-regression") {
-		c.MaxRegression = config.Default().MaxRegression
-		delete(fromRun, "max-regression")
-	}
+	c, name := limitsOf(res, dir, fs, d)
 	var problems []string
-	// A limit read from the run is named by its field in result.json, not
-	// by a flag that was not given.
-	name := func(flag string) string {
-		if field, ok := fromRun[flag]; ok {
-			return fmt.Sprintf("%s's %s", filepath.Join(dir, report.ResultFile), field)
-		}
-		return "--" + flag
-	}
 	if err := c.CheckLimitsFrom(name); err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -96,6 +58,49 @@ func (e *env) judge(args []string) int {
 		return exitPass
 	}
 	return exitFail
+}
+
+// limitsOf is the run's own limits, where no flag given replaces them (d
+// holds the flags' values), and the name of each limit where it came from: a
+// flag, or a field of result.json, so a message about a limit the run holds
+// does not blame a flag that was not given.
+func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config) (config.Config, func(flag string) string) {
+	// The run's own limits, where no flag replaces them.
+	c := config.Default()
+	c.Floor, c.FirstTokenMS, c.RateSource = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource
+	c.MaxRegression = res.Limits.MaxRegression * 100
+	c.FastRoute, c.SlowRoute = res.Route.FastPatterns, res.Route.SlowPatterns
+	fromRun := map[string]string{
+		"floor": "limits.floor", "first-token-ms": "limits.first_token_ms", "rate-source": "limits.rate_source",
+		"max-regression": "limits.max_regression (in percent)", "fast-route": "route.fast_patterns", "slow-route": "route.slow_patterns",
+	}
+	fs.Visit(func(f *flag.Flag) {
+		delete(fromRun, f.Name)
+		switch f.Name {
+		case "floor":
+			c.Floor = d.Floor
+		case "first-token-ms":
+			c.FirstTokenMS = d.FirstTokenMS
+		case "rate-source":
+			c.RateSource = d.RateSource
+		case "max-regression":
+			c.MaxRegression = d.MaxRegression
+		case "fast-route":
+			c.FastRoute = d.FastRoute
+		case "slow-route":
+			c.SlowRoute = d.SlowRoute
+		}
+	})
+	if d.Baseline != "" && c.MaxRegression == 0 && !setFlags(fs)("max-regression") {
+		c.MaxRegression = config.Default().MaxRegression
+		delete(fromRun, "max-regression")
+	}
+	return c, func(flag string) string {
+		if field, ok := fromRun[flag]; ok {
+			return fmt.Sprintf("%s's %s", filepath.Join(dir, report.ResultFile), field)
+		}
+		return "--" + flag
+	}
 }
 
 // limitFlags defines the judging limits' flags (the gate's names and
