@@ -71,6 +71,11 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 			a.AddStepSummary(publish.UntrustedNote(gc.EvidenceFrom))
 		}
 	}
+	if res.GitHub != nil && gc != nil {
+		// The run's GitHub facts are its own claims: the commit shown is
+		// the one the event names, the run linked the one GitHub links.
+		res.GitHub.SHA, res.GitHub.RunURL = gc.SHA, gc.EvidenceRunURL
+	}
 	if pub == nil {
 		return exitFail
 	}

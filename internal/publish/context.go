@@ -29,9 +29,12 @@ type Context struct {
 	// when that is not this repository: a workflow_run job posting a fork's
 	// run. Its artifact was written by code this repository did not review.
 	EvidenceFrom string
-	RunID        string
-	RunAttempt   string
-	Runner       string
+	// EvidenceRunURL links the run a workflow_run event reports on, as
+	// GitHub gives it: the run whose artifact is posted.
+	EvidenceRunURL string
+	RunID          string
+	RunAttempt     string
+	Runner         string
 }
 
 // FromEnv reads the context of the Actions run the process is in.
@@ -88,6 +91,7 @@ type event struct {
 	} `json:"pull_request"`
 	WorkflowRun *struct {
 		HeadSHA      string `json:"head_sha"`
+		HTMLURL      string `json:"html_url"`
 		PullRequests []struct {
 			Number int `json:"number"`
 		} `json:"pull_requests"`
@@ -122,6 +126,7 @@ func (c *Context) readEvent(b []byte) error {
 			c.PR = wr.PullRequests[0].Number
 		}
 		c.EvidenceFrom = evidenceFrom(c.Owner+"/"+c.Repo, wr.Repository, wr.HeadRepository)
+		c.EvidenceRunURL = wr.HTMLURL
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -137,7 +138,7 @@ func markdown(r *Result, withTail bool) string {
 	row("serve stop", stopText(r.Serve))
 	row("asked", fmt.Sprintf("%d replies + %d warm-up, max %d tokens, thinking %s, prompts %s", r.Run.Replies, r.Run.Warmup, r.Run.MaxTokens, r.Run.Thinking, Cell(r.Run.Prompts, 200)))
 	if g := r.GitHub; g != nil && g.RunURL != "" {
-		row("run", "[logs]("+g.RunURL+")")
+		row("run", link("logs", g.RunURL))
 	}
 	if withTail && !r.Pass() && len(r.Serve.LogTail) > 0 {
 		fmt.Fprintf(&b, "\n<details><summary>serve log: the last %d lines of %d bytes</summary>\n\n", len(r.Serve.LogTail), r.Serve.LogBytes)
@@ -262,6 +263,18 @@ func stopText(s ServeFacts) string {
 		how = s.Signal
 	}
 	return fmt.Sprintf("%s (%s) in %s; %d swept, %d survivors", Cell(s.Exit, 100), how, seconds(s.StopMS), s.Swept, s.Survivors)
+}
+
+// plainURL is an http(s) URL with nothing in it that Markdown or HTML would
+// read: no spaces, parentheses, brackets, quotes or angle brackets.
+var plainURL = regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/%+=-]*)?$`)
+
+// link is a Markdown link to u when u is a plain URL, else u as text.
+func link(text, u string) string {
+	if plainURL.MatchString(u) {
+		return "[" + text + "](" + u + ")"
+	}
+	return Cell(u, 300)
 }
 
 func seconds(ms float64) string {

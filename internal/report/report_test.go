@@ -308,6 +308,21 @@ func TestMarkdownNoMath(t *testing.T) {
 	}
 }
 
+func TestLink(t *testing.T) {
+	tests := []struct{ u, want string }{
+		{"https://github.com/acme/serve/actions/runs/77/attempts/2", "[logs](https://github.com/acme/serve/actions/runs/77/attempts/2)"},
+		{"https://ghes.example:8443/acme/serve/actions/runs/7", "[logs](https://ghes.example:8443/acme/serve/actions/runs/7)"},
+		{"x) ![t](https://evil.example/t.png", `x\) \!\[t\]\(https://evil.example/t.png`},
+		{"javascript:alert(1)", `javascript:alert\(1\)`},
+		{"https://a.example/<img src=x>", "https://a.example/&lt;img src=x&gt;"},
+	}
+	for _, tt := range tests {
+		if got := link("logs", tt.u); got != tt.want {
+			t.Errorf("link(logs, %q) = %q, want %q", tt.u, got, tt.want)
+		}
+	}
+}
+
 func TestIntervalText(t *testing.T) {
 	tests := []struct {
 		iv   judge.Interval
