@@ -136,7 +136,7 @@ func markdown(r *Result, withTail bool) string {
 		row("serve ready", fmt.Sprintf("%s (%s, port %d)", seconds(r.Serve.ReadyMS), Cell(r.Serve.ReadyPath, 100), r.Serve.Port))
 	}
 	row("serve stop", stopText(r.Serve))
-	row("asked", fmt.Sprintf("%d replies + %d warm-up, max %d tokens, thinking %s, prompts %s", r.Run.Replies, r.Run.Warmup, r.Run.MaxTokens, r.Run.Thinking, Cell(r.Run.Prompts, 200)))
+	row("asked", fmt.Sprintf("%d replies + %d warm-up, max %d tokens, thinking %s, prompts %s", r.Run.Replies, r.Run.Warmup, r.Run.MaxTokens, Cell(r.Run.Thinking, 10), Cell(r.Run.Prompts, 200)))
 	if g := r.GitHub; g != nil && g.RunURL != "" {
 		row("run", link("logs", g.RunURL))
 	}
@@ -260,7 +260,7 @@ func stopText(s ServeFacts) string {
 	}
 	how := "it had exited"
 	if s.Signal != "" {
-		how = s.Signal
+		how = Cell(s.Signal, 50)
 	}
 	return fmt.Sprintf("%s (%s) in %s; %d swept, %d survivors", Cell(s.Exit, 100), how, seconds(s.StopMS), s.Swept, s.Survivors)
 }

@@ -308,6 +308,31 @@ func TestMarkdownNoMath(t *testing.T) {
 	}
 }
 
+// TestMarkdownOfAForgedResult fills every text a result.json holds with
+// Markdown and HTML, as a fork's artifact may: none of it renders.
+func TestMarkdownOfAForgedResult(t *testing.T) {
+	const evil = "x) ![t](https://evil.example/t.png) <img src=x> [a](b) @team #1 $x$ |"
+	r := sample()
+	r.Verdict = Fail
+	r.NoReplies = evil
+	r.Extra = Extra{Replies: 1, Max: 2, Why: evil}
+	r.Run.Model, r.Run.Thinking, r.Run.Prompts = evil, evil, evil
+	r.Serve.Argv, r.Serve.Exit, r.Serve.Signal, r.Serve.ReadyPath = []string{evil}, evil, evil, evil
+	r.Hold.Mode, r.Hold.Device = evil, evil
+	r.GitHub = &GitHubFacts{SHA: evil, Runner: evil, RunURL: evil}
+	r.Baseline = &judge.Baseline{File: evil, Rate: 1, FirstTokenMS: 1}
+	for i := range r.Replies {
+		r.Replies[i].Prompt, r.Replies[i].Content = evil, evil
+	}
+	r.Assertions[0].Detail = evil
+	md := Markdown(r, MarkdownLimit)
+	for _, raw := range []string{"![t]", "](", "<img", "@team", " #1", "$x$", "x |"} {
+		if strings.Contains(md, raw) {
+			t.Errorf("Markdown() of a forged result holds %q raw:\n%s", raw, md)
+		}
+	}
+}
+
 func TestLink(t *testing.T) {
 	tests := []struct{ u, want string }{
 		{"https://github.com/acme/serve/actions/runs/77/attempts/2", "[logs](https://github.com/acme/serve/actions/runs/77/attempts/2)"},
