@@ -63,7 +63,8 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 	if err := rejudge(dir, res, &c, bl); err != nil {
 		a.Warningf("%s", console.Text(err.Error()))
 	}
-	res.Run.CheckName = c.CheckName
+	// Step outputs name files: the directory posted, not one the run claims.
+	res.Run.CheckName, res.Run.Out = c.CheckName, dir
 	gc, pub := e.publisher(a, c.GitHubToken, c.CheckName, c.Comment == "on-pr", c.PRNumber)
 	if gc != nil && gc.EvidenceFrom != "" {
 		a.Noticef("%s", console.Text(publish.Untrusted(gc.EvidenceFrom)))
