@@ -177,3 +177,17 @@ func TestPrinterInActions(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkText(b *testing.B) {
+	for name, s := range map[string]string{
+		"plain":   strings.Repeat("llama_model_loader: loaded meta data with 29 key-value pairs ", 4),
+		"hostile": strings.Repeat("\x1b[31m::error::x ##[add-mask]y\n", 8),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				Text(s)
+			}
+		})
+	}
+}
