@@ -1,0 +1,332 @@
+package hold
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The queue of a device (or pool) P is a set of files in the lock
+// directory, each made and flocked by its owner:
+//
+//	P.q.NNNNNNNNNNNNNNNNNNNN  a waiter, number N in order of arrival
+//	P.h.NNNNNNNNNNNNNNNNNNNN  a holder, with the devices it holds
+//
+// Numbers are taken under a flock of the lock directory itself, which no
+// user but root can remove or replace. A waiter is granted once no live
+// waiter is ahead of it and enough devices are free; it publishes its
+// holding file before it gives up its waiting one, so that whoever sees the
+// waiter gone also sees what it holds.
+
+const (
+	waiting = 'q'
+	holding = 'h'
+)
+
+func entryName(p string, kind byte, n uint64) string {
+	return fmt.Sprintf("%s.%c.%020d", p, kind, n)
+}
+
+// parseEntry reads a name of P's queue. Holding files may carry a suffix
+// (a name taken by someone else is not waited for).
+func parseEntry(p, name string) (kind byte, n uint64, ok bool) {
+	rest, found := strings.CutPrefix(name, p+".")
+	if !found || len(rest) < 22 || rest[1] != '.' || (rest[0] != waiting && rest[0] != holding) {
+		return 0, 0, false
+	}
+	digits, tail := rest[2:22], rest[22:]
+	if strings.Trim(digits, "0123456789") != "" || (tail != "" && (rest[0] == waiting || tail[0] != '.')) {
+		return 0, 0, false
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	return rest[0], n, err == nil
+}
+
+// entry is a live ticket of the queue, open.
+type entry struct {
+	kind  byte
+	n     uint64
+	name  string
+	file  *os.File
+	facts *Facts // nil when its text is not facts
+}
+
+func closeAll(es []entry) {
+	for _, e := range es {
+		e.file.Close()
+	}
+}
+
+// scan opens the live entries of a kind with numbers below limit, oldest
+// first. Dead ones of ours are removed; anything that is not a regular file
+// is passed over.
+func (d *Device) scan(dir *lockDir, kind byte, limit uint64) []entry {
+	names, _ := dir.names()
+	var out []entry
+	me := uint32(os.Geteuid())
+	for _, name := range names {
+		k, n, ok := parseEntry(d.Name, name)
+		if !ok || k != kind || n >= limit {
+			continue
+		}
+		f, st, err := dir.open(name)
+		if err != nil {
+			continue
+		}
+		if !isLive(f) {
+			if st.Uid == me {
+				dir.remove(name, f)
+			}
+			f.Close()
+			continue
+		}
+		e := entry{kind: k, n: n, name: name, file: f}
+		var facts Facts
+		if json.Unmarshal(read(f), &facts) == nil {
+			facts.clean()
+			e.facts = &facts
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b entry) int { return cmpUint(a.n, b.n) })
+	return out
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// enqueue takes the next number and puts a locked waiting file under it.
+// Taking the number and publishing the file happen under the directory's
+// lock, so every ticket that exists when a number is taken has a smaller
+// one.
+func (d *Device) enqueue(ctx context.Context, dir *lockDir, facts Facts) (*os.File, uint64, error) {
+	fd, err := unix.Openat(dir.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	lk := os.NewFile(uintptr(fd), dir.path)
+	defer lk.Close()
+	if err := flockWait(ctx, lk, unix.LOCK_EX); err != nil {
+		return nil, 0, err
+	}
+	for range 100 {
+		names, err := dir.names()
+		if err != nil {
+			return nil, 0, err
+		}
+		var last uint64
+		for _, name := range names {
+			if _, n, ok := parseEntry(d.Name, name); ok && n > last {
+				last = n
+			}
+		}
+		if last == math.MaxUint64 {
+			return nil, 0, fmt.Errorf("the ticket numbers of %s in %s are used up by a file named %s.*.%d; remove it", d.Name, dir.path, d.Name, last)
+		}
+		facts.Ticket = last + 1
+		b, _ := json.Marshal(facts)
+		f, err := dir.publish(entryName(d.Name, waiting, facts.Ticket), append(b, '\n'))
+		if errors.Is(err, unix.EEXIST) {
+			// Someone outside the queue's lock took the name: the next.
+			continue
+		}
+		return f, facts.Ticket, err
+	}
+	return nil, 0, fmt.Errorf("a ticket cannot be made in %s: every number tried is taken", dir.path)
+}
+
+// wait blocks until no live waiter is ahead of ticket n and count devices
+// are free, and returns the free devices to take.
+func (d *Device) wait(ctx context.Context, dir *lockDir, n uint64, start time.Time) ([]Member, error) {
+	every := d.Every
+	if every == 0 {
+		every = 5 * time.Second
+	}
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	p := progress{d: d}
+	for {
+		ahead := d.scan(dir, waiting, n)
+		var done <-chan error
+		if len(ahead) > 0 {
+			// Block on the waiter just ahead: it goes when it is granted,
+			// gives up or dies.
+			holders := d.scan(dir, holding, math.MaxUint64)
+			p.say(ahead, holders)
+			closeAll(holders)
+			closeAll(ahead[:len(ahead)-1])
+			next := ahead[len(ahead)-1]
+			done = lockAsync(next.file, unix.LOCK_SH)
+			next.file.Close()
+		} else {
+			// First in line: the holders were published before their
+			// waiting files went, so this scan sees every one of them.
+			holders := d.scan(dir, holding, math.MaxUint64)
+			free := d.free(holders)
+			if len(free) >= d.count() {
+				closeAll(holders)
+				return free[:d.count()], nil
+			}
+			p.say(nil, holders)
+			// Block until any holder of the pool goes.
+			var chans []<-chan error
+			for _, h := range holders {
+				if d.holds(h) {
+					chans = append(chans, lockAsync(h.file, unix.LOCK_SH))
+				}
+			}
+			closeAll(holders)
+			done = first(chans)
+		}
+	waiting:
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					return nil, err
+				}
+				break waiting
+			case <-ticker.C:
+				ahead := d.scan(dir, waiting, n)
+				holders := d.scan(dir, holding, math.MaxUint64)
+				p.say(ahead, holders)
+				closeAll(ahead)
+				closeAll(holders)
+			case <-ctx.Done():
+				return nil, d.giveUp(ctx, ctx.Err(), start)
+			}
+		}
+	}
+}
+
+// first reports the first of chans to report.
+func first(chans []<-chan error) <-chan error {
+	out := make(chan error, len(chans))
+	for _, c := range chans {
+		go func() { out <- <-c }()
+	}
+	return out
+}
+
+// free are the pool's devices no live holder holds, in the pool's order. A
+// live holder whose facts cannot be read holds them all: its file is not
+// ours to doubt.
+func (d *Device) free(holders []entry) []Member {
+	var taken []string
+	for _, h := range holders {
+		if h.facts == nil {
+			return nil
+		}
+		taken = append(taken, h.facts.Devices...)
+	}
+	var free []Member
+	for _, m := range d.members() {
+		if !slices.Contains(taken, m.Name) {
+			free = append(free, m)
+		}
+	}
+	return free
+}
+
+// holds tells whether a live holder holds any of the pool's devices.
+func (d *Device) holds(h entry) bool {
+	if h.facts == nil {
+		return true
+	}
+	for _, m := range d.members() {
+		if slices.Contains(h.facts.Devices, m.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Device) giveUp(ctx context.Context, err error, start time.Time) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		te := &TimeoutError{Device: d.Name, Waited: time.Since(start)}
+		if st, serr := d.Status(); serr == nil {
+			te.Holder = st.Holder
+			// A holder that is gone while its ticket stays taken: name what
+			// keeps it.
+			if st.Holder == nil || !alive(st.Holder.PID) {
+				for _, pid := range st.Lockers {
+					if pid != os.Getpid() {
+						te.Keepers = append(te.Keepers, describe(pid))
+					}
+				}
+			}
+		}
+		return te
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("stopped waiting for %s: %w", d.Name, ctx.Err())
+	}
+	return err
+}
+
+// progress says where a waiter stands: when its place or the holder
+// changes, and otherwise now and then, so a long wait is not a wall of the
+// same line.
+type progress struct {
+	d    *Device
+	last string
+	at   time.Time
+}
+
+func (p *progress) say(ahead, holders []entry) {
+	d := p.d
+	if d.Log == nil || len(ahead)+len(holders) == 0 {
+		return
+	}
+	remind := d.Remind
+	if remind == 0 {
+		remind = time.Minute
+	}
+	var holder *Facts
+	if len(holders) > 0 {
+		holder = holders[0].facts
+	} else if len(ahead) > 0 {
+		holder = ahead[0].facts
+	}
+	who := "a holder that left no facts"
+	if holder != nil {
+		who = holder.String()
+	}
+	key := fmt.Sprint(len(ahead), len(holders), holder != nil)
+	if holder != nil {
+		key += fmt.Sprint(holder.Ticket, holder.PID)
+	}
+	if key == p.last && time.Since(p.at) < remind {
+		return
+	}
+	p.last, p.at = key, time.Now()
+	if d.Pool == nil {
+		n := len(ahead) + len(holders)
+		fmt.Fprintf(d.Log, "npu-hold: waiting for %s: place %d in the queue (%d ahead); held by %s\n", d.Name, n+1, n, who)
+		return
+	}
+	held := 0
+	for _, h := range holders {
+		if h.facts != nil {
+			held += len(h.facts.Devices)
+		}
+	}
+	fmt.Fprintf(d.Log, "npu-hold: waiting for %d of pool %s: place %d in the queue (%d ahead); %d of %d devices held, the first by %s\n",
+		d.count(), d.Name, len(ahead)+1, len(ahead), held, len(d.members()), who)
+}
