@@ -72,7 +72,12 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 	}
 	g := &gate.Gate{Plan: plan, Log: e.stderr, TempDir: tmp, Tool: version()}
 	if plan.Hold == "builtin" {
-		d := &hold.Device{Dir: e.getenv("NPU_HOLD_DIR"), Name: plan.Device, Command: "npu-serve-smoke run: " + strings.Join(plan.Argv, " "), Log: e.stderr}
+		pool, err := e.pool(plan.Device, plan.Count)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
+			return exitUsage
+		}
+		d := &hold.Device{Dir: e.getenv("NPU_HOLD_DIR"), Name: plan.Device, Pool: pool, Count: plan.Count, Command: "npu-serve-smoke run: " + strings.Join(plan.Argv, " "), Log: e.stderr}
 		if home := e.getenv("HOME"); home != "" {
 			d.TokenFile = filepath.Join(home, "NPU-TOKEN")
 		}
@@ -184,6 +189,20 @@ func (e *env) print(res *report.Result) {
 	if res.Extra.Replies > 0 {
 		e.stderr.Printf("%d replies more than --replies: %s", res.Extra.Replies, res.Extra.Why)
 	}
+}
+
+// pool is the pool --device names on this host (NPU_HOLD_POOLS, else
+// npu-hold's file), checked against --count; nil for one device.
+func (e *env) pool(device string, count int) (*hold.Pool, error) {
+	file := e.getenv("NPU_HOLD_POOLS")
+	if file == "" {
+		file = hold.DefaultPools
+	}
+	pools, err := hold.LoadPools(file)
+	if err != nil {
+		return nil, err
+	}
+	return pools.Resolve(device, count, "--count")
 }
 
 // deviceHold is the builtin hold: the device's ticket, taken in the gate.

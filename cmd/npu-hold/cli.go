@@ -30,14 +30,16 @@ const (
 )
 
 const usage = `usage:
-  npu-hold [--device npu] [--wait 30m] [--lock-dir DIR] [--] CMD ARGS...
-        run CMD holding the device's ticket; returns CMD's exit status
+  npu-hold [--device npu] [--count 1] [--wait 30m] [--lock-dir DIR] [--pools FILE] [--] CMD ARGS...
+        run CMD holding the device's ticket (or count devices of the pool); returns CMD's
+        exit status. CMD gets NPU_HOLD_DEVICES, and the pool's vendor variable.
   npu-hold status [--device npu] [--json]
-        who holds the device, since when, and who waits
+        who holds the device (every device of a pool), since when, and who waits
   npu-hold doctor [--device npu]
-        check the device nodes, driver, firmware, memlock limit and lock directory
+        check the device nodes, driver, firmware, memlock limit, lock directory and pools
 
 The lock directory is $NPU_HOLD_DIR, else ` + hold.DefaultDir + `.
+Pools are declared in $NPU_HOLD_POOLS, else ` + hold.DefaultPools + `.
 While held, ~/NPU-TOKEN holds the holder's facts.
 `
 
@@ -67,6 +69,8 @@ func run(args []string, getenv func(string) string, stdin *os.File, stdout, stde
 type common struct {
 	device  string
 	lockDir string
+	pools   string
+	count   int
 }
 
 func (e *env) flags(name string, c *common) *flag.FlagSet {
@@ -79,17 +83,34 @@ func (e *env) flags(name string, c *common) *flag.FlagSet {
 	}
 	fs.StringVar(&c.device, "device", "npu", "the device")
 	fs.StringVar(&c.lockDir, "lock-dir", dir, "the shared lock directory (mode 1777)")
+	pools := e.getenv("NPU_HOLD_POOLS")
+	if pools == "" {
+		pools = hold.DefaultPools
+	}
+	fs.StringVar(&c.pools, "pools", pools, "the file declaring the host's device pools")
+	c.count = 1
 	return fs
 }
 
-func (e *env) device(c common) *hold.Device {
-	return &hold.Device{Dir: c.lockDir, Name: c.device}
+// device is the ticket c asks for: bad input when the pools file or the
+// count is wrong.
+func (e *env) device(c common) (*hold.Device, error) {
+	pools, err := hold.LoadPools(c.pools)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pools.Resolve(c.device, c.count, "--count")
+	if err != nil {
+		return nil, err
+	}
+	return &hold.Device{Dir: c.lockDir, Name: c.device, Pool: pool, Count: c.count}, nil
 }
 
 func (e *env) hold(args []string) int {
 	var c common
 	fs := e.flags("", &c)
 	wait := fs.Duration("wait", 30*time.Minute, "how long to wait for the device")
+	fs.IntVar(&c.count, "count", 1, "how many devices of the pool")
 	tokenFile := fs.String("token-file", filepath.Join(e.getenv("HOME"), "NPU-TOKEN"), "written while held, removed at release")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -103,7 +124,11 @@ func (e *env) hold(args []string) int {
 		fmt.Fprintf(e.stderr, "npu-hold: --wait %v: pass a positive duration such as 30m\n", *wait)
 		return exitUsage
 	}
-	d := e.device(c)
+	d, err := e.device(c)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold: bad input, nothing was started:\n  %s\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		return exitUsage
+	}
 	d.Command = strings.Join(cmd, " ")
 	d.TokenFile = *tokenFile
 	if e.getenv("HOME") == "" && !isSet(fs, "token-file") {
@@ -137,12 +162,16 @@ func (e *env) hold(args []string) int {
 		return exitFail
 	}
 	defer t.Release()
-	fmt.Fprintf(e.stderr, "npu-hold: %s held (ticket %d)\n", c.device, t.Facts.Ticket)
+	if d.Pool == nil {
+		fmt.Fprintf(e.stderr, "npu-hold: %s held (ticket %d)\n", c.device, t.Facts.Ticket)
+	} else {
+		fmt.Fprintf(e.stderr, "npu-hold: %s of pool %s held (ticket %d)\n", strings.Join(t.Names(), ","), c.device, t.Facts.Ticket)
+	}
 
 	if err := serve.BecomeSubreaper(); err != nil {
 		fmt.Fprintf(e.stderr, "npu-hold: warning: not a child subreaper (%v): detached helpers may escape the sweep\n", err)
 	}
-	opts := serve.Options{Argv: cmd, Stdin: e.stdin, Stdout: asFile(e.stdout), Stderr: asFile(e.stderr), ExtraFiles: t.Files()}
+	opts := serve.Options{Argv: cmd, Env: append(os.Environ(), t.Env()...), Stdin: e.stdin, Stdout: asFile(e.stdout), Stderr: asFile(e.stderr), ExtraFiles: t.Files()}
 	if e.stdin != nil && isTerminal(e.stdin) {
 		opts.Foreground = true
 	}
@@ -183,7 +212,12 @@ func (e *env) status(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	st, err := e.device(c).Status()
+	d, err := e.device(c)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold status: bad input:\n  %s\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		return exitUsage
+	}
+	st, err := d.Status()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "npu-hold status: %v\n", err)
 		return exitFail
@@ -191,6 +225,10 @@ func (e *env) status(args []string) int {
 	if *asJSON {
 		b, _ := json.MarshalIndent(st, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
+		return exitOK
+	}
+	if d.Pool != nil {
+		e.poolStatus(st)
 		return exitOK
 	}
 	switch {
@@ -210,6 +248,30 @@ func (e *env) status(args []string) int {
 	return exitOK
 }
 
+// poolStatus prints every device of a pool, its holder, and the waiters.
+func (e *env) poolStatus(st *hold.Status) {
+	held := 0
+	for _, d := range st.Devices {
+		if d.Holder != nil {
+			held++
+		}
+	}
+	fmt.Fprintf(e.stdout, "%s: pool of %d, %d held, %d waiting\n", st.Device, len(st.Devices), held, len(st.Queue))
+	for _, d := range st.Devices {
+		if d.Holder != nil {
+			fmt.Fprintf(e.stdout, "  %s: held by %s\n", d.Name, d.Holder)
+		} else {
+			fmt.Fprintf(e.stdout, "  %s: free\n", d.Name)
+		}
+	}
+	if len(st.Lockers) > 0 {
+		fmt.Fprintf(e.stdout, "  the holders' tickets are open in pids %s\n", strings.Trim(fmt.Sprint(st.Lockers), "[]"))
+	}
+	for i, w := range st.Queue {
+		fmt.Fprintf(e.stdout, "  %d. %s, %d devices, waiting since %s\n", i+1, w, max(w.Count, 1), w.Queued.Format("15:04:05"))
+	}
+}
+
 func (e *env) doctor(args []string) int {
 	var c common
 	fs := e.flags("doctor", &c)
@@ -220,7 +282,8 @@ func (e *env) doctor(args []string) int {
 	var lim unix.Rlimit
 	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim)
 	failed := false
-	for _, ch := range hold.Doctor(*root, c.lockDir, lim.Cur) {
+	checks := append(hold.Doctor(*root, c.lockDir, lim.Cur), hold.CheckPools(c.lockDir, c.pools, c.device)...)
+	for _, ch := range checks {
 		fmt.Fprintf(e.stdout, "%-5s %s\n", ch.Level, ch.What)
 		failed = failed || ch.Level == "FAIL"
 	}

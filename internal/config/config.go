@@ -47,6 +47,7 @@ type Config struct {
 	Hold            string
 	HoldTimeout     time.Duration
 	Device          string
+	Count           int // devices of the device's pool to hold
 	CheckName       string
 	Comment         string
 	PRNumber        int // the pull request to comment on from a push; 0: the event's
@@ -81,6 +82,7 @@ func Default() Config {
 		Hold:            "builtin",
 		HoldTimeout:     30 * time.Minute,
 		Device:          "npu",
+		Count:           1,
 		CheckName:       "npu serve smoke",
 		Comment:         "on-pr",
 	}
@@ -205,6 +207,11 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	// The hold and the device.
 	if !deviceName.MatchString(c.Device) {
 		bad("--device %q: pass a device name of letters, digits, '.', '_' and '-' (e.g. npu)", c.Device)
+	}
+	if c.Count < 1 {
+		bad("--count %d: ask for 1 device or more", c.Count)
+	} else if c.Count > 1 && c.Hold != "builtin" {
+		bad("--count %d needs --hold builtin: the gate hands out a pool's devices itself", c.Count)
 	}
 	switch name, isCmd := strings.CutPrefix(c.Hold, "command:"); {
 	case c.Hold == "none", c.Hold == "builtin":

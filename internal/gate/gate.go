@@ -55,6 +55,21 @@ type Ticket interface {
 	Release() error
 }
 
+// poolTicket is a ticket of devices of a pool: the serve is told which.
+type poolTicket interface {
+	Names() []string // the devices' names
+	Env() []string   // NPU_HOLD_DEVICES and the vendor's variable
+}
+
+// lease is what the serve gets of the held devices: the ticket's
+// descriptors, the devices' names for {device} and {devices}, and its
+// environment (nil: the gate's own).
+type lease struct {
+	files   []*os.File
+	devices []string
+	env     []string
+}
+
 // SetupError is a fault found before anything was started: the run is bad
 // input, exit 2.
 type SetupError struct{ Err error }
@@ -128,10 +143,13 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) erro
 	if !ok {
 		return nil
 	}
-	var files []*os.File
+	held := lease{devices: []string{g.Plan.Device}}
 	if ticket != nil {
 		defer g.releaseDevice(ticket, res, time.Now())
-		files = ticket.Files()
+		held.files = ticket.Files()
+		if pt, ok := ticket.(poolTicket); ok {
+			held.devices, held.env = pt.Names(), append(os.Environ(), pt.Env()...)
+		}
 	}
 
 	// The port, once the device is ours: a port held by the run before this
@@ -140,7 +158,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) erro
 	if err != nil {
 		return &SetupError{err}
 	}
-	proc, stop := g.startServe(ctx, res, out, port, files)
+	proc, stop := g.startServe(ctx, res, out, port, held)
 	if proc == nil {
 		return nil
 	}
@@ -190,15 +208,15 @@ func (g *Gate) releaseDevice(t Ticket, res *report.Result, held time.Time) {
 // startServe starts the serve on port, its output in out/serve.log. It
 // returns nil when it could not start (the reason is in res), else the
 // process and the function that stops it and records how.
-func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, port int, files []*os.File) (*serve.Process, func()) {
+func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, port int, held lease) (*serve.Process, func()) {
 	p := g.Plan
-	res.Serve.Argv, res.Serve.Port = wrap(p.HoldCommand, fill(p.Argv, port)), port
+	res.Serve.Argv, res.Serve.Port = wrap(p.HoldCommand, fill(p.Argv, port, held.devices)), port
 	logf, err := os.OpenFile(filepath.Join(out, report.LogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
 		res.NoReplies = "the serve log could not be created: " + err.Error()
 		return nil, nil
 	}
-	proc, err := serve.Start(serve.Options{Argv: res.Serve.Argv, Log: logf, ExtraFiles: files})
+	proc, err := serve.Start(serve.Options{Argv: res.Serve.Argv, Env: held.env, Log: logf, ExtraFiles: held.files})
 	if err != nil {
 		logf.Close()
 		res.NoReplies = "the serve did not start: " + err.Error()
@@ -405,10 +423,13 @@ func (g *Gate) logf(format string, args ...any) {
 	}
 }
 
-func fill(argv []string, port int) []string {
+// fill puts the port and the held devices into the serve's words: {device}
+// is the first device, {devices} all of them, comma-separated.
+func fill(argv []string, port int, devices []string) []string {
+	r := strings.NewReplacer("{port}", strconv.Itoa(port), "{devices}", strings.Join(devices, ","), "{device}", devices[0])
 	out := make([]string, len(argv))
 	for i, w := range argv {
-		out[i] = strings.ReplaceAll(w, "{port}", strconv.Itoa(port))
+		out[i] = r.Replace(w)
 	}
 	return out
 }

@@ -80,6 +80,8 @@ func (d *lockDir) check() error {
 
 func (d *lockDir) close() { unix.Close(d.fd) }
 
+func isNotExist(err error) bool { return errors.Is(err, unix.ENOENT) }
+
 func tmpfilesLine(path string) string { return "d " + path + " 1777 root root -" }
 
 // owner names a uid for people.

@@ -146,16 +146,24 @@ type Ticket struct {
 // as long as anything started under the ticket runs.
 func (t *Ticket) Files() []*os.File { return []*os.File{t.file} }
 
+// Names are the held devices' names.
+func (t *Ticket) Names() []string {
+	var names []string
+	for _, m := range t.Devices {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
 // Env is what a command run under the ticket is told of its devices:
 // NPU_HOLD_DEVICES, the devices' names, and the pool's vendor variable with
 // their indexes when the pool names one.
 func (t *Ticket) Env() []string {
-	var names, idx []string
+	var idx []string
 	for _, m := range t.Devices {
-		names = append(names, m.Name)
 		idx = append(idx, m.Index)
 	}
-	env := []string{"NPU_HOLD_DEVICES=" + strings.Join(names, ",")}
+	env := []string{"NPU_HOLD_DEVICES=" + strings.Join(t.Names(), ",")}
 	if t.d.Pool != nil && t.d.Pool.Env != "" {
 		env = append(env, t.d.Pool.Env+"="+strings.Join(sortIndexes(idx), ","))
 	}

@@ -34,6 +34,13 @@ func TestMain(m *testing.M) {
 
 func contender(id string) int {
 	d := &Device{Dir: os.Getenv("HOLD_DIR"), Name: "npu", Command: "contender " + id, TokenFile: os.Getenv("HOLD_TOKEN")}
+	if pool := os.Getenv("HOLD_POOL"); pool != "" {
+		d.Pool = &Pool{Name: "npu"}
+		for i, m := range strings.Split(pool, ",") {
+			d.Pool.Members = append(d.Pool.Members, Member{Name: m, Index: strconv.Itoa(i)})
+		}
+		d.Count, _ = strconv.Atoi(os.Getenv("HOLD_COUNT"))
+	}
 	ctx := context.Background()
 	if w, err := time.ParseDuration(os.Getenv("HOLD_WAIT")); err == nil {
 		var cancel context.CancelFunc
@@ -45,7 +52,9 @@ func contender(id string) int {
 		fmt.Println("error:", err)
 		return 3
 	}
-	record(id, "start")
+	// Granted at Since: a grant that follows this one sees this holder's
+	// file, written after Since.
+	recordAt(id, "start", t.Facts.Since, t.Names())
 	if os.Getenv("HOLD_CHILD") == "1" {
 		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "600"}, &os.ProcAttr{Files: append([]*os.File{nil, nil, nil}, t.Files()...)})
 		if err != nil {
@@ -65,12 +74,14 @@ func contender(id string) int {
 	return 0
 }
 
-func record(id, what string) {
+func record(id, what string) { recordAt(id, what, time.Now(), nil) }
+
+func recordAt(id, what string, at time.Time, devices []string) {
 	f, err := os.OpenFile(os.Getenv("HOLD_RECORD"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Fprintf(f, "%s %s %d\n", id, what, time.Now().UnixNano())
+	fmt.Fprintf(f, "%s %s %d %s\n", id, what, at.UnixNano(), strings.Join(devices, ","))
 	f.Close()
 }
 
@@ -111,9 +122,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 type event struct {
-	id   string
-	what string
-	at   int64
+	id      string
+	what    string
+	at      int64
+	devices []string
 }
 
 func events(t *testing.T, path string) []event {
@@ -125,7 +137,11 @@ func events(t *testing.T, path string) []event {
 	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Fields(line)
 		at, _ := strconv.ParseInt(f[2], 10, 64)
-		out = append(out, event{f[0], f[1], at})
+		ev := event{id: f[0], what: f[1], at: at}
+		if len(f) > 3 {
+			ev.devices = strings.Split(f[3], ",")
+		}
+		out = append(out, ev)
 	}
 	return out
 }

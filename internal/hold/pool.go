@@ -1,15 +1,26 @@
 package hold
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 )
 
-// Pool is a set of devices of one kind on a host, shared through one queue.
+// DefaultPools is where a host declares its device pools.
+const DefaultPools = "/etc/npu-hold/pools"
+
+// Pool is a set of devices of one kind on a host, shared through one queue:
+// a run asks for a count and gets the first free ones in arrival order.
 type Pool struct {
 	Name    string
 	Env     string // the vendor's variable that makes devices visible, e.g. ASCEND_RT_VISIBLE_DEVICES; "" for none
 	Members []Member
+	Where   string // file:line where it is declared
 }
 
 // Member is a device of a pool.
@@ -18,8 +29,151 @@ type Member struct {
 	Index string // what the vendor's runtime calls it, e.g. 3
 }
 
-// sortIndexes orders indexes as numbers where they are (Ascend reads only
-// an ascending list).
+// Pools are a host's declared pools, by name.
+type Pools struct {
+	File   string
+	byName map[string]*Pool
+	member map[string]*Pool // pool of each device
+}
+
+var (
+	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// LoadPools reads the pools declared in path; a file that does not exist
+// declares none.
+func LoadPools(path string) (*Pools, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Pools{File: path}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the pools file %s cannot be read: %v", path, err)
+	}
+	defer f.Close()
+	return ParsePools(path, f)
+}
+
+// ParsePools reads a pools file: one pool a line,
+//
+//	NAME [env=VARIABLE] DEVICE[=INDEX]...
+//
+// with # comments. A device's index is what the vendor's runtime calls it
+// (its place in the line, from 0, when not given). Every problem is listed.
+func ParsePools(file string, r interface{ Read([]byte) (int, error) }) (*Pools, error) {
+	ps := &Pools{File: file, byName: map[string]*Pool{}, member: map[string]*Pool{}}
+	var errs []string
+	bad := func(where, format string, args ...any) {
+		errs = append(errs, where+": "+fmt.Sprintf(format, args...))
+	}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		where := fmt.Sprintf("%s:%d", file, n)
+		p := &Pool{Name: fields[0], Where: where}
+		if !nameRE.MatchString(p.Name) {
+			bad(where, "pool name %q: use letters, digits, '.', '_' and '-'", p.Name)
+		}
+		if old, ok := ps.byName[p.Name]; ok {
+			bad(where, "pool %s is declared twice (also at %s); keep one line for it", p.Name, old.Where)
+		}
+		indexes := map[string]string{}
+		given := 0
+		for _, w := range fields[1:] {
+			if v, ok := strings.CutPrefix(w, "env="); ok {
+				if !envRE.MatchString(v) {
+					bad(where, "env=%s: name an environment variable such as ASCEND_RT_VISIBLE_DEVICES", v)
+				}
+				p.Env = v
+				continue
+			}
+			given++
+			name, idx, hasIdx := strings.Cut(w, "=")
+			if !hasIdx {
+				idx = strconv.Itoa(len(p.Members))
+			}
+			if !nameRE.MatchString(name) || idx == "" || strings.ContainsAny(idx, ",") {
+				bad(where, "device %q: write NAME or NAME=INDEX (letters, digits, '.', '_' and '-'; the index without commas)", w)
+				continue
+			}
+			if slices.ContainsFunc(p.Members, func(m Member) bool { return m.Name == name }) {
+				bad(where, "device %s is named twice in pool %s: name each device once", name, p.Name)
+				continue
+			}
+			if other, ok := ps.member[name]; ok {
+				bad(where, "device %s is named twice (also in pool %s at %s): a device belongs to one pool, once", name, other.Name, other.Where)
+				continue
+			}
+			if prev, ok := indexes[idx]; ok {
+				bad(where, "devices %s and %s have the same index %s: give each its own", prev, name, idx)
+				continue
+			}
+			indexes[idx] = name
+			p.Members = append(p.Members, Member{Name: name, Index: idx})
+			ps.member[name] = p
+		}
+		if given == 0 {
+			bad(where, "pool %s has no devices: list them after its name, e.g. '%s %s0 %s1'", p.Name, p.Name, p.Name, p.Name)
+		}
+		ps.byName[p.Name] = p
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("the pools file %s cannot be read: %v", file, err)
+	}
+	for name, p := range ps.byName {
+		if q, ok := ps.member[name]; ok {
+			bad(p.Where, "%s is both a pool and a device of pool %s (%s): name them apart", name, q.Name, q.Where)
+		}
+	}
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+	return ps, nil
+}
+
+// Names are the declared pools' names, sorted.
+func (ps *Pools) Names() []string {
+	var out []string
+	for n := range ps.byName {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Pool is the pool named name, or nil.
+func (ps *Pools) Pool(name string) *Pool { return ps.byName[name] }
+
+// Resolve is the pool a run asks count devices of, by name: nil when name is
+// one device that is not in a pool. The count and the name are checked
+// against what the host declares.
+func (ps *Pools) Resolve(name string, count int, countFlag string) (*Pool, error) {
+	if count < 1 {
+		return nil, fmt.Errorf("%s %d: ask for 1 device or more", countFlag, count)
+	}
+	if p := ps.byName[name]; p != nil {
+		if count > len(p.Members) {
+			return nil, fmt.Errorf("%s %d: pool %s has %d devices (%s); ask for at most %d, or declare more there", countFlag, count, name, len(p.Members), p.Where, len(p.Members))
+		}
+		return p, nil
+	}
+	if p := ps.member[name]; p != nil {
+		return nil, fmt.Errorf("device %s belongs to pool %s (%s), whose queue hands it out: ask for the pool (--device %s, with a count)", name, p.Name, p.Where, p.Name)
+	}
+	if count > 1 {
+		return nil, fmt.Errorf("%s %d: %s is one device, not a pool declared in %s; declare it there, e.g. '%s %s0 %s1' (README: device pools)", countFlag, count, name, ps.File, name, name, name)
+	}
+	return nil, nil
+}
+
+// sortIndexes orders indexes as numbers where they are (Ascend's runtime
+// reads only an ascending list).
 func sortIndexes(idx []string) []string {
 	out := slices.Clone(idx)
 	slices.SortStableFunc(out, func(a, b string) int {

@@ -1,0 +1,240 @@
+package hold
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParsePools(t *testing.T) {
+	ps, err := ParsePools("pools", strings.NewReader("# the host's NPUs\nnpu env=ASCEND_RT_VISIBLE_DEVICES npu0 npu1 npu2=7  # four\n\ncann CANN0=0 CANN1=1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Pool{Name: "npu", Env: "ASCEND_RT_VISIBLE_DEVICES", Where: "pools:2", Members: []Member{{"npu0", "0"}, {"npu1", "1"}, {"npu2", "7"}}}
+	if diff := cmp.Diff(want, ps.Pool("npu")); diff != "" {
+		t.Errorf("ParsePools() pool npu (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"cann", "npu"}, ps.Names()); diff != "" {
+		t.Errorf("Names() (-want +got):\n%s", diff)
+	}
+
+	for _, tt := range []struct {
+		text string
+		want string
+	}{
+		{"npu npu0 npu1 npu0", "pools:1: device npu0 is named twice in pool npu: name each device once"},
+		{"npu npu0 npu1\nmore npu1", "pools:2: device npu1 is named twice (also in pool npu at pools:1): a device belongs to one pool, once"},
+		{"npu npu0\nnpu npu1", "pools:2: pool npu is declared twice (also at pools:1); keep one line for it"},
+		{"npu", "pools:1: pool npu has no devices: list them after its name, e.g. 'npu npu0 npu1'"},
+		{"npu a=1 b=1", "pools:1: devices a and b have the same index 1: give each its own"},
+		{"npu env=1X a", "pools:1: env=1X: name an environment variable such as ASCEND_RT_VISIBLE_DEVICES"},
+		{"npu a/b", `pools:1: device "a/b": write NAME or NAME=INDEX (letters, digits, '.', '_' and '-'; the index without commas)`},
+		{"npu a b\na npu9", "pools:2: a is both a pool and a device of pool npu (pools:1): name them apart"},
+		{"npu npu0 npu0\nx npu0", "pools:1: device npu0 is named twice in pool npu: name each device once\npools:2: device npu0 is named twice (also in pool npu at pools:1): a device belongs to one pool, once"},
+	} {
+		_, err := ParsePools("pools", strings.NewReader(tt.text))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("ParsePools(%q) = %v, want %q", tt.text, err, tt.want)
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	ps, _ := ParsePools("/etc/npu-hold/pools", strings.NewReader("npu npu0 npu1 npu2 npu3\n"))
+	for _, tt := range []struct {
+		name  string
+		count int
+		pool  string
+		err   string
+	}{
+		{"npu", 2, "npu", ""},
+		{"npu", 4, "npu", ""},
+		{"other", 1, "", ""},
+		{"npu", 5, "", "--count 5: pool npu has 4 devices (/etc/npu-hold/pools:1); ask for at most 4, or declare more there"},
+		{"npu", 0, "", "--count 0: ask for 1 device or more"},
+		{"npu", -1, "", "--count -1: ask for 1 device or more"},
+		{"npu2", 1, "", "device npu2 belongs to pool npu (/etc/npu-hold/pools:1), whose queue hands it out: ask for the pool (--device npu, with a count)"},
+		{"other", 2, "", "--count 2: other is one device, not a pool declared in /etc/npu-hold/pools; declare it there, e.g. 'other other0 other1' (README: device pools)"},
+	} {
+		p, err := ps.Resolve(tt.name, tt.count, "--count")
+		got, gotErr := "", ""
+		if p != nil {
+			got = p.Name
+		}
+		if err != nil {
+			gotErr = err.Error()
+		}
+		if got != tt.pool || gotErr != tt.err {
+			t.Errorf("Resolve(%q, %d) = %q, %q; want %q, %q", tt.name, tt.count, got, gotErr, tt.pool, tt.err)
+		}
+	}
+}
+
+func TestTicketEnv(t *testing.T) {
+	d := &Device{Name: "npu", Pool: &Pool{Name: "npu", Env: "ASCEND_RT_VISIBLE_DEVICES"}}
+	tk := &Ticket{d: d, Devices: []Member{{"npu10", "10"}, {"npu2", "2"}}}
+	want := []string{"NPU_HOLD_DEVICES=npu10,npu2", "ASCEND_RT_VISIBLE_DEVICES=2,10"}
+	if diff := cmp.Diff(want, tk.Env()); diff != "" {
+		t.Errorf("Env() (-want +got):\n%s", diff)
+	}
+	one := &Ticket{d: &Device{Name: "npu"}, Devices: []Member{{Name: "npu"}}}
+	if diff := cmp.Diff([]string{"NPU_HOLD_DEVICES=npu"}, one.Env()); diff != "" {
+		t.Errorf("Env() of one device (-want +got):\n%s", diff)
+	}
+}
+
+// Ten contenders (processes) ask a pool of four for one or two devices: no
+// device is held by two at once, grants follow arrival, every device is
+// used.
+func TestPoolContenders(t *testing.T) {
+	e := newEnv(t)
+	devices := []string{"npu0", "npu1", "npu2", "npu3"}
+	counts := []int{2, 1, 2, 1, 1, 2, 2, 1, 2, 1}
+	pool := &Pool{Name: "npu"}
+	for _, m := range devices {
+		pool.Members = append(pool.Members, Member{Name: m})
+	}
+	// One holds the whole pool while the others queue, so they contend.
+	blocker, _ := e.start(t, "x", "HOLD_FOR=10m", "HOLD_POOL="+strings.Join(devices, ","), "HOLD_COUNT=4")
+	eventually(t, "the blocker holds", func() bool { return strings.Contains(readFile(e.record), "x start") })
+	var cmds []*exec.Cmd
+	for i, n := range counts {
+		cmd, _ := e.start(t, strconv.Itoa(i), "HOLD_FOR=40ms", "HOLD_POOL="+strings.Join(devices, ","), "HOLD_COUNT="+strconv.Itoa(n))
+		cmds = append(cmds, cmd)
+		eventually(t, fmt.Sprintf("contender %d in the queue", i), func() bool {
+			st, err := (&Device{Dir: e.dir, Name: "npu", Pool: pool}).Status()
+			if err != nil {
+				return false
+			}
+			tickets := map[uint64]bool{}
+			for _, d := range st.Devices {
+				if d.Holder != nil {
+					tickets[d.Holder.Ticket] = true
+				}
+			}
+			return len(st.Queue)+len(tickets) >= i+2
+		})
+	}
+	blocker.Process.Kill()
+	blocker.Wait()
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("contender %d: %v", i, err)
+		}
+	}
+	evs := events(t, e.record)
+	starts := map[string]event{}
+	var order []event
+	for _, ev := range evs {
+		if ev.what == "start" && ev.id != "x" {
+			starts[ev.id] = ev
+			order = append(order, ev)
+		}
+	}
+	slices.SortFunc(order, func(a, b event) int { return int(a.at - b.at) })
+	var ids []string
+	for _, ev := range order {
+		ids = append(ids, ev.id)
+	}
+	if diff := cmp.Diff([]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, ids); diff != "" {
+		t.Errorf("grants in time order (-arrival +got):\n%s", diff)
+	}
+	type interval struct {
+		id       string
+		from, to int64
+	}
+	per := map[string][]interval{}
+	for _, ev := range evs {
+		if ev.what != "end" {
+			continue
+		}
+		s := starts[ev.id]
+		i, _ := strconv.Atoi(ev.id)
+		if len(s.devices) != counts[i] {
+			t.Errorf("contender %s held %v, want %d devices", ev.id, s.devices, counts[i])
+		}
+		for _, d := range s.devices {
+			per[d] = append(per[d], interval{ev.id, s.at, ev.at})
+		}
+	}
+	for _, d := range devices {
+		iv := per[d]
+		if len(iv) == 0 {
+			t.Errorf("%s was never used", d)
+		}
+		slices.SortFunc(iv, func(a, b interval) int { return int(a.from - b.from) })
+		for k := 1; k < len(iv); k++ {
+			if iv[k].from < iv[k-1].to {
+				t.Errorf("%s held by contenders %s and %s at once", d, iv[k-1].id, iv[k].id)
+			}
+		}
+	}
+}
+
+// BenchmarkPoolHandOver is the time from a release to the grant it allowed,
+// over b.N grants of one or two devices of a pool of four, between
+// contenders that each open the files on their own: the median and the
+// worst.
+func BenchmarkPoolHandOver(b *testing.B) {
+	dir := b.TempDir()
+	pool := &Pool{Name: "npu"}
+	for i := range 4 {
+		pool.Members = append(pool.Members, Member{Name: fmt.Sprintf("npu%d", i), Index: strconv.Itoa(i)})
+	}
+	n := max(b.N, 2)
+	released := make([]time.Time, n)
+	acquired := make([]time.Time, n)
+	first, err := (&Device{Dir: dir, Name: "npu", Pool: pool, Count: 4}).Acquire(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t, err := (&Device{Dir: dir, Name: "npu", Pool: pool, Count: 1 + i%2}).Acquire(context.Background())
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			acquired[i] = time.Now()
+			time.Sleep(time.Millisecond)
+			released[i] = time.Now()
+			t.Release()
+		}()
+	}
+	for d := (&Device{Dir: dir, Name: "npu", Pool: pool}); ; time.Sleep(time.Millisecond) {
+		if st, _ := d.Status(); st != nil && len(st.Queue) == n-1 {
+			break
+		}
+	}
+	released[0] = time.Now()
+	first.Release()
+	wg.Wait()
+	b.StopTimer()
+	// Each grant follows the latest release before it.
+	var gaps []float64
+	for i := 1; i < n; i++ {
+		var last time.Time
+		for j := range n {
+			if j != i && released[j].Before(acquired[i]) && released[j].After(last) {
+				last = released[j]
+			}
+		}
+		gaps = append(gaps, float64(acquired[i].Sub(last).Microseconds())/1000)
+	}
+	slices.Sort(gaps)
+	b.ReportMetric(gaps[len(gaps)/2], "median-ms")
+	b.ReportMetric(gaps[len(gaps)-1], "worst-ms")
+}
