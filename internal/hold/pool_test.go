@@ -180,10 +180,11 @@ func TestPoolContenders(t *testing.T) {
 	}
 }
 
-// BenchmarkPoolHandOver is the time from a release to the grant it allowed,
-// over b.N grants of one or two devices of a pool of four, between
-// contenders that each open the files on their own: the median and the
-// worst.
+// BenchmarkPoolHandOver is the time from the event that allowed a grant to
+// the grant, over b.N grants of one or two devices of a pool of four,
+// between contenders that each open the files on their own: the median and
+// the worst. The event is the latest release (devices freed) or grant (the
+// queue moved on) before it.
 func BenchmarkPoolHandOver(b *testing.B) {
 	dir := b.TempDir()
 	pool := &Pool{Name: "npu"}
@@ -223,13 +224,14 @@ func BenchmarkPoolHandOver(b *testing.B) {
 	first.Release()
 	wg.Wait()
 	b.StopTimer()
-	// Each grant follows the latest release before it.
 	var gaps []float64
 	for i := 1; i < n; i++ {
 		var last time.Time
 		for j := range n {
-			if j != i && released[j].Before(acquired[i]) && released[j].After(last) {
-				last = released[j]
+			for _, at := range []time.Time{released[j], acquired[j]} {
+				if j != i && at.Before(acquired[i]) && at.After(last) {
+					last = at
+				}
 			}
 		}
 		gaps = append(gaps, float64(acquired[i].Sub(last).Microseconds())/1000)
@@ -237,4 +239,43 @@ func BenchmarkPoolHandOver(b *testing.B) {
 	slices.Sort(gaps)
 	b.ReportMetric(gaps[len(gaps)/2], "median-ms")
 	b.ReportMetric(gaps[len(gaps)-1], "worst-ms")
+}
+
+// A request for one device does not pass a request for two ahead of it,
+// even with a device free: the larger request is never starved.
+func TestPoolQueueIsStrict(t *testing.T) {
+	dir := t.TempDir()
+	pool := &Pool{Name: "npu", Members: []Member{{"npu0", "0"}, {"npu1", "1"}, {"npu2", "2"}, {"npu3", "3"}}}
+	dev := func(count int) *Device { return &Device{Dir: dir, Name: "npu", Pool: pool, Count: count} }
+	three, err := dev(3).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"npu0", "npu1", "npu2"}, three.Names()); diff != "" {
+		t.Errorf("Acquire(3) devices (-want +got):\n%s", diff)
+	}
+	two := make(chan *Ticket, 1)
+	go func() {
+		tk, err := dev(2).Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		two <- tk
+	}()
+	eventually(t, "the request for two queued", func() bool {
+		st, _ := dev(1).Status()
+		return st != nil && len(st.Queue) == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if tk, err := dev(1).Acquire(ctx); err == nil {
+		t.Errorf("Acquire(1) = %v, passing the request for two ahead of it", tk.Names())
+		tk.Release()
+	}
+	three.Release()
+	tk := <-two
+	if diff := cmp.Diff([]string{"npu0", "npu1"}, tk.Names()); diff != "" {
+		t.Errorf("Acquire(2) devices after the release (-want +got):\n%s", diff)
+	}
+	tk.Release()
 }
