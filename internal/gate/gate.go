@@ -149,6 +149,9 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) erro
 		held.files = ticket.Files()
 		if pt, ok := ticket.(poolTicket); ok {
 			held.devices, held.env = pt.Names(), append(os.Environ(), pt.Env()...)
+			if g.Plan.Count > 1 {
+				res.Hold.Devices = held.devices
+			}
 		}
 	}
 

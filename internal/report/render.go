@@ -251,7 +251,11 @@ func holdText(h HoldFacts) string {
 	if h.Mode == "none" || h.Mode == "" {
 		return "none (--hold none): the device was not held"
 	}
-	return fmt.Sprintf("%s on %s: waited %s, held %s", Cell(h.Mode, 100), Cell(h.Device, 50), seconds(h.WaitedMS), seconds(h.HeldMS))
+	on := Cell(h.Device, 50)
+	if len(h.Devices) > 0 {
+		on += " (" + Cell(strings.Join(h.Devices, ","), 200) + ")"
+	}
+	return fmt.Sprintf("%s on %s: waited %s, held %s", Cell(h.Mode, 100), on, seconds(h.WaitedMS), seconds(h.HeldMS))
 }
 
 func stopText(s ServeFacts) string {

@@ -115,10 +115,11 @@ type ServeFacts struct {
 
 // HoldFacts say how the device was held.
 type HoldFacts struct {
-	Mode     string  `json:"mode"` // builtin, none, command:NAME
-	Device   string  `json:"device"`
-	WaitedMS float64 `json:"waited_ms"`
-	HeldMS   float64 `json:"held_ms"`
+	Mode     string   `json:"mode"` // builtin, none, command:NAME
+	Device   string   `json:"device"`
+	Devices  []string `json:"devices,omitempty"` // the pool's devices held, when --device is a pool
+	WaitedMS float64  `json:"waited_ms"`
+	HeldMS   float64  `json:"held_ms"`
 }
 
 // GitHubFacts is the Actions context of the run, when it ran in one.
