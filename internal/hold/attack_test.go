@@ -110,6 +110,13 @@ func TestFIFOsInTheQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	fifoDir := filepath.Join(t.TempDir(), "fifo")
+	unix.Mkfifo(fifoDir, 0o666)
+	within(t, "Acquire() in a FIFO", func() {
+		if _, err := (&Device{Dir: fifoDir, Name: "npu"}).Acquire(context.Background()); err == nil || !strings.Contains(err.Error(), "not a directory") {
+			t.Errorf("Acquire() with a FIFO as the lock directory = %v, want it refused", err)
+		}
+	})
 	d := &Device{Dir: dir, Name: "npu"}
 	within(t, "Status()", func() {
 		if st, err := d.Status(); err != nil || st.Held || len(st.Queue) != 0 {
