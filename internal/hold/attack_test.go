@@ -332,3 +332,18 @@ func TestLongCommandLineIsBounded(t *testing.T) {
 		t.Errorf("progress line = %q (%d bytes), want the command cut to 200 characters", clip(line, 500), len(line))
 	}
 }
+
+// A file another user named with the last ticket number stops new tickets
+// with a message naming it and its owner, rather than a wrapped number.
+func TestTicketNumbersUsedUp(t *testing.T) {
+	needRoot(t)
+	dir := sharedDir(t)
+	p := filepath.Join(dir, "npu.q.18446744073709551615")
+	os.WriteFile(p, nil, 0o644)
+	os.Chown(p, nobody, nobody)
+	_, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
+	want := fmt.Sprintf("the ticket numbers of npu are used up by %s, a file of %s; remove it (as root or as its owner)", p, owner(nobody))
+	if err == nil || err.Error() != want {
+		t.Errorf("Acquire() = %v, want %q", err, want)
+	}
+}

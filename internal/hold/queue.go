@@ -131,13 +131,16 @@ func (d *Device) enqueue(ctx context.Context, dir *lockDir, facts Facts) (*os.Fi
 			return nil, 0, err
 		}
 		var last uint64
+		var lastName string
 		for _, name := range names {
-			if _, n, ok := parseEntry(d.Name, name); ok && n > last {
-				last = n
+			if _, n, ok := parseEntry(d.Name, name); ok && n >= last {
+				last, lastName = n, name
 			}
 		}
 		if last == math.MaxUint64 {
-			return nil, 0, fmt.Errorf("the ticket numbers of %s in %s are used up by a file named %s.*.%d; remove it", d.Name, dir.path, d.Name, last)
+			var st unix.Stat_t
+			unix.Fstatat(dir.fd, lastName, &st, unix.AT_SYMLINK_NOFOLLOW)
+			return nil, 0, fmt.Errorf("the ticket numbers of %s are used up by %s/%s, a file of %s; remove it (as root or as its owner)", d.Name, dir.path, lastName, owner(st.Uid))
 		}
 		facts.Ticket = last + 1
 		b, _ := json.Marshal(facts)
