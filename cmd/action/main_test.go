@@ -142,7 +142,9 @@ var workflowCommand = regexp.MustCompile(`^::(stop-commands::npu-serve-smoke-[0-
 
 // consolesafe checks the last command's stdout and stderr as a GitHub
 // Actions runner reads them (actions/runner, ActionCommand.cs): no raw
-// control character but the line break; no "##[" (the runner's first form
+// control character but the line break, and no raw format character (bidi
+// overrides and isolates, zero-width characters), which reorder or hide
+// what a reader of the job's log sees; no "##[" (the runner's first form
 // of commands, read anywhere in a line); and every line that starts with
 // "::" after white space (the second form) a command the gate means.
 func consoleSafe(ts *testscript.TestScript, neg bool, args []string) {
@@ -153,6 +155,9 @@ func consoleSafe(ts *testscript.TestScript, neg bool, args []string) {
 		for i, line := range strings.Split(ts.ReadFile(stream), "\n") {
 			if strings.ContainsFunc(line, func(c rune) bool { return unicode.IsControl(c) || c == '\u2028' || c == '\u2029' }) || !utf8.ValidString(line) {
 				ts.Fatalf("%s line %d holds a raw control character: %q", stream, i+1, line)
+			}
+			if strings.ContainsFunc(line, func(c rune) bool { return unicode.Is(unicode.Cf, c) }) {
+				ts.Fatalf("%s line %d holds a raw format character (bidi, zero-width): %q", stream, i+1, line)
 			}
 			if strings.Contains(line, "##[") {
 				ts.Fatalf("%s line %d holds a workflow command (##[): %q", stream, i+1, line)

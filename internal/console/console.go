@@ -14,8 +14,10 @@ import (
 )
 
 // Text makes s safe to print on one console line: control characters, line
-// breaks and escape sequences among them, are shown escaped, so text from
-// elsewhere can neither start a line of its own nor move the cursor; and it
+// breaks and escape sequences among them, and the invisible format
+// characters (bidi overrides and isolates, zero-width spaces and joiners) are
+// shown escaped, so text from elsewhere can neither start a line of its own,
+// move the cursor, nor reorder or hide what a reader sees; and it
 // cannot be read as a GitHub Actions workflow command, in either of the forms
 // the runner reads: "::name::" at the start of a line (after white space) and
 // "##[name]" anywhere in it.
@@ -55,9 +57,12 @@ func startsCommand(s string) bool {
 	return strings.HasPrefix(strings.TrimLeftFunc(s, unicode.IsSpace), "::")
 }
 
-// IsControl reports whether c would act on a terminal or split a line rather
-// than show: control characters, the Unicode line and paragraph separators,
-// and bytes that are not UTF-8.
+// IsControl reports whether c would act on a terminal or on what a reader
+// sees rather than show: control characters, the Unicode line and paragraph
+// separators, format characters (category Cf: the bidi controls U+202A..202E
+// and U+2066..2069 that reorder a line, U+200B..200F that hide in it, the
+// byte order mark, the tag characters), and bytes that are not UTF-8.
 func IsControl(c rune) bool {
-	return c != ' ' && (unicode.IsControl(c) || c == '\u2028' || c == '\u2029' || c == utf8.RuneError)
+	return c != ' ' && (unicode.IsControl(c) || unicode.Is(unicode.Cf, c) ||
+		c == '\u2028' || c == '\u2029' || c == utf8.RuneError)
 }

@@ -40,12 +40,13 @@ var hostile = []string{
 	"sep\u2028::error::x",
 	"bad utf-8 \xff\xfe",
 	"\x9b31m c1 csi",
+	"bidi \u202eexe.txt\u202c \u2066isolate\u2069 \u200bzero\u200dwidth \ufeffbom \U000e0041tag",
 }
 
 // rawControl reports whether s holds a byte or rune a terminal acts on.
 func rawControl(s string) bool {
 	return !utf8.ValidString(s) || strings.ContainsFunc(s, func(c rune) bool {
-		return unicode.IsControl(c) || c == '\u2028' || c == '\u2029'
+		return unicode.IsControl(c) || unicode.Is(unicode.Cf, c) || c == '\u2028' || c == '\u2029'
 	})
 }
 
@@ -59,6 +60,10 @@ func TestText(t *testing.T) {
 		{"two\nlines", `two\nlines`},
 		{"\n::error::after a break", `\n::error::after a break`},
 		{"sep\u2028x", `sep\u2028x`},
+		{"ok \u202eevil.exe\u2066 x\u200by", `ok \u202eevil.exe\u2066 x\u200by`},
+		{"\u00adsoft \u200e\u200f \u061c \ufeff", `\u00adsoft \u200e\u200f \u061c \ufeff`},
+		{"\U000e0041", `\U000e0041`},
+		{"accents é ñ 中文 👍", "accents é ñ 中文 👍"},
 		{"bytes \xff\x9b and \ufffd", `bytes \xff\x9b and ` + "\ufffd"},
 	}
 	for _, tt := range tests {
