@@ -290,8 +290,36 @@ func seconds(ms float64) string {
 
 // Cell makes untrusted text safe in a Markdown table cell and in running
 // text: one line, at most n runes, no HTML, no table pipes, no code spans,
-// no math, no links, no @mentions and no #references.
+// no math, no links (bare ones GitHub would link by itself included), no
+// @mentions and no #references, and no invisible format characters (bidi
+// overrides, zero-width characters: shown as U+FFFD).
 func Cell(s string, n int) string {
+	return unlinked(escapeCell(s, n))
+}
+
+// joiner is the zero-width joiner put inside what GitHub would read as a
+// link or a reference: the text reads the same, and no longer matches.
+const joiner = "\u200d"
+
+// autolinks are what GitHub links in plain text with no Markdown around it
+// (GFM's autolink extension and GitHub's autolinked references): a URL's
+// scheme before "://" (cmark-gfm reads the letters just before the colon,
+// without case), "www." (then a domain), and GH-N. A joiner goes between
+// the scheme and its colon, after "www" and after "GH-". Email addresses,
+// @mentions, #N and owner/repo#N are broken where Cell escapes "@" and "#".
+var autolinks = regexp.MustCompile(`(?i)(https?|ftp)(://)|(www)(\.)|(gh-)([0-9])`)
+
+func unlinked(s string) string {
+	return autolinks.ReplaceAllStringFunc(s, func(m string) string {
+		i := strings.IndexAny(m, ":.0123456789")
+		if strings.HasPrefix(strings.ToLower(m), "gh-") {
+			i = 3
+		}
+		return m[:i] + joiner + m[i:]
+	})
+}
+
+func escapeCell(s string, n int) string {
 	if utf8.RuneCountInString(s) > n {
 		s = string([]rune(s)[:n]) + "…"
 	}
@@ -318,7 +346,10 @@ func Cell(s string, n int) string {
 			// A zero-width joiner after @ keeps it from naming anyone.
 			b.WriteString("@\u200d")
 		case c == '#':
-			b.WriteString("&#35;")
+			// The entity keeps it from starting a heading; GitHub finds
+			// references in the text as rendered, where the entity is a
+			// "#" again, so a joiner follows it.
+			b.WriteString("&#35;" + joiner)
 		case c == '$':
 			// Two dollar signs in a line make GitHub render math between
 			// them, and a backslash does not stop it there; a dollar sign

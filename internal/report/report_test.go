@@ -88,9 +88,16 @@ func TestCell(t *testing.T) {
 		{"| a | b |", 20, "&#124; a &#124; b &#124;"},
 		{"</table><script>alert(1)</script>", 100, `&lt;/table&gt;&lt;script&gt;alert\(1\)&lt;/script&gt;`},
 		{"@everyone look", 20, "@\u200deveryone look"},
-		{"fixes #123", 20, "fixes &#35;123"},
+		{"fixes #123", 20, "fixes &#35;\u200d123"},
+		{"see acme/serve#12 and GH-12, gh-7", 40, "see acme/serve&#35;\u200d12 and GH-\u200d12, gh-\u200d7"},
+		{"get https://evil.example/fix", 40, "get https\u200d://evil.example/fix"},
+		{"HTTP://A.B ftp://c.d xhttps://e.f", 40, "HTTP\u200d://A.B ftp\u200d://c.d xhttps\u200d://e.f"},
+		{"or www.evil.example or WWW.X.Y", 40, "or www\u200d.evil.example or WWW\u200d.X.Y"},
+		{"mail a@b.example", 40, "mail a@\u200db.example"},
+		{"GH-x gh- 1 http:x www", 40, "GH-x gh- 1 http:x www"},
+		{"bidi \u202eexe\u2066 zero\u200bwidth", 40, "bidi \uFFFDexe\uFFFD zero\uFFFDwidth"},
 		{"`code` and ``` fences", 40, "&#96;code&#96; and &#96;&#96;&#96; fences"},
-		{"[click](http://x)", 40, `\[click\]\(http://x\)`},
+		{"[click](http://x)", 40, `\[click\]\(http` + "\u200d" + `://x\)`},
 		{"**bold** _it_ ~~s~~ \\", 40, `\*\*bold\*\* \_it\_ \~\~s\~\~ \\`},
 		{"two\nlines\r\tand tab", 40, "two lines  and tab"},
 		{"\x1b[31mred", 20, "\uFFFD\\[31mred"},
@@ -337,9 +344,9 @@ func TestLink(t *testing.T) {
 	tests := []struct{ u, want string }{
 		{"https://github.com/acme/serve/actions/runs/77/attempts/2", "[logs](https://github.com/acme/serve/actions/runs/77/attempts/2)"},
 		{"https://ghes.example:8443/acme/serve/actions/runs/7", "[logs](https://ghes.example:8443/acme/serve/actions/runs/7)"},
-		{"x) ![t](https://evil.example/t.png", `x\) \!\[t\]\(https://evil.example/t.png`},
+		{"x) ![t](https://evil.example/t.png", `x\) \!\[t\]\(https` + "\u200d" + `://evil.example/t.png`},
 		{"javascript:alert(1)", `javascript:alert\(1\)`},
-		{"https://a.example/<img src=x>", "https://a.example/&lt;img src=x&gt;"},
+		{"https://a.example/<img src=x>", "https\u200d://a.example/&lt;img src=x&gt;"},
 	}
 	for _, tt := range tests {
 		if got := link("logs", tt.u); got != tt.want {
