@@ -143,8 +143,10 @@ func (e *env) parseDir(fs *flag.FlagSet, args []string) (string, bool) {
 // rejudge judges the evidence of the run in dir, its serve.log and the reply
 // files res was read with, against c's limits and route patterns and the
 // baseline bl. Whatever verdict, assertions, limits, route and baseline
-// result.json claimed are replaced. `judge` and `publish` both judge here.
-// An unreadable log is judged as empty, and said in the error.
+// result.json claimed are replaced, and so are the log's tail and size the
+// report shows: they are the serve.log judged, as read here. `judge` and
+// `publish` both judge here. An unreadable log is judged as empty, shown with
+// no tail, and said in the error.
 func rejudge(dir string, res *report.Result, c *config.Config, bl *judge.Baseline) error {
 	m, err := judge.NewRouteMatcher(c.FastRoute, c.SlowRoute)
 	if err != nil {
@@ -154,6 +156,7 @@ func rejudge(dir string, res *report.Result, c *config.Config, bl *judge.Baselin
 	res.Baseline = bl
 	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
 	res.Route = scan.Route
+	res.Serve.LogTail, res.Serve.LogBytes = scan.Tail, scan.Bytes
 	res.Judged(judge.Judge(res.Input()))
 	if err != nil {
 		return fmt.Errorf("%v; the route is judged on an empty log", err)
