@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
@@ -63,7 +65,8 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 	if err := rejudge(dir, res, &c, bl); err != nil {
 		a.Warningf("%s", console.Text(err.Error()))
 	}
-	// Step outputs name files: the directory posted, not one the run claims.
+	// The check name is this command's; the run's directory is the one
+	// read here, not one the run claims.
 	res.Run.CheckName, res.Run.Out = c.CheckName, dir
 	gc, pub := e.publisher(a, c.GitHubToken, c.CheckName, c.Comment == "on-pr", c.PRNumber)
 	if gc != nil && gc.EvidenceFrom != "" {
@@ -80,6 +83,16 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 	if pub == nil {
 		return exitFail
 	}
+	// The step outputs name the verdict given here, in files of publish's
+	// own: the run's result.json and summary.md are its claims.
+	note := ""
+	if gc.EvidenceFrom != "" {
+		note = publish.UntrustedNote(gc.EvidenceFrom)
+	}
+	files, err := writeJudged(e.getenv, res, note)
+	if err != nil {
+		a.Warningf("%s", console.Text(fmt.Sprintf("the judged result.json and summary.md could not be written (%v); the outputs result-json and summary-md are empty", err)))
+	}
 	if gc.PR == 0 && res.GitHub != nil && res.GitHub.PR != 0 {
 		// The run's own pull request: believed only when its head is the
 		// commit this event reports on.
@@ -90,8 +103,30 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 		}
 	}
 	checkID := pub.Finish(ctx, res, report.Markdown(res, publish.CheckTextLimit))
-	publish.Step(a, e.getenv, res, checkID)
+	publish.Step(a, e.getenv, res, files, checkID)
 	return exitPass
+}
+
+// writeJudged writes the result as judged here, result.json and summary.md
+// (note above the report), into a fresh directory of its own under
+// RUNNER_TEMP, and returns that directory, "" when it could not.
+func writeJudged(getenv func(string) string, res *report.Result, note string) (string, error) {
+	tmp := getenv("RUNNER_TEMP")
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(tmp, "npu-serve-smoke-publish-")
+	if err != nil {
+		return "", err
+	}
+	if err := report.WriteJSON(filepath.Join(dir, report.ResultFile), res); err != nil {
+		return "", err
+	}
+	md := note + report.Markdown(res, report.MarkdownLimit-len(note))
+	if err := os.WriteFile(filepath.Join(dir, report.SummaryFile), []byte(md), 0o644); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
 
 // publishInput applies the preset and checks the limits and the check name,

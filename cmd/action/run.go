@@ -132,7 +132,7 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 			checkID = pub.Finish(pctx, res, report.Markdown(res, publish.CheckTextLimit))
 			cancel()
 		}
-		publish.Step(a, e.getenv, res, checkID)
+		publish.Step(a, e.getenv, res, res.Run.Out, checkID)
 	}
 	if res.Pass() {
 		return exitPass

@@ -458,7 +458,7 @@ func TestStep(t *testing.T) {
 	a := githubactions.New(githubactions.WithGetenv(func(k string) string { return env[k] }), githubactions.WithWriter(&console))
 	res := result(t, false)
 	res.Assertions[0].Detail = "evil\n::set-output name=x::y \x1b[2J ##[add-mask]z 100%"
-	Step(a, func(k string) string { return env[k] }, res, 99)
+	Step(a, func(k string) string { return env[k] }, res, res.Run.Out, 99)
 	summary, _ := os.ReadFile(env["GITHUB_STEP_SUMMARY"])
 	if !strings.Contains(string(summary), "npu serve smoke: FAIL") {
 		t.Errorf("step summary = %.200s", summary)
@@ -478,7 +478,7 @@ func TestStep(t *testing.T) {
 
 	// Outside a runner's files, nothing panics and nothing is written.
 	console.Reset()
-	Step(githubactions.New(githubactions.WithGetenv(func(string) string { return "" }), githubactions.WithWriter(&console)), func(string) string { return "" }, result(t, true), 0)
+	Step(githubactions.New(githubactions.WithGetenv(func(string) string { return "" }), githubactions.WithWriter(&console)), func(string) string { return "" }, result(t, true), "/tmp/out", 0)
 	if console.Len() != 0 {
 		t.Errorf("a passing run outside a runner printed %q", console.String())
 	}
@@ -489,8 +489,8 @@ func TestOutputsOfNothing(t *testing.T) {
 	res.Replies = nil
 	res.Route = judge.Evidence{}
 	res.Judged(judge.Judge(res.Input()))
-	got := Outputs(res, 0)
-	if got["rate"] != "" || got["first-token-ms"] != "" || got["check-run-id"] != "" || got["route"] != "neither" || got["result"] != "fail" {
+	got := Outputs(res, "", 0)
+	if got["rate"] != "" || got["first-token-ms"] != "" || got["check-run-id"] != "" || got["route"] != "neither" || got["result"] != "fail" || got["result-json"] != "" || got["summary-md"] != "" {
 		t.Errorf("Outputs() of no replies = %v", got)
 	}
 	m := func(s string) *judge.Match { return &judge.Match{Text: s} }

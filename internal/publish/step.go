@@ -17,14 +17,16 @@ import (
 const StepSummaryLimit = 1000 << 10
 
 // Step reports a run to the job it runs in: the job summary, the step
-// outputs and one error annotation per failed assertion. The environment
-// files are only written when the runner provides them.
-func Step(a *githubactions.Action, getenv func(string) string, res *report.Result, checkID int64) {
+// outputs and one error annotation per failed assertion. files is the
+// directory holding this verdict's result.json and summary.md, which the
+// outputs name ("" when there are none). The environment files are only
+// written when the runner provides them.
+func Step(a *githubactions.Action, getenv func(string) string, res *report.Result, files string, checkID int64) {
 	if getenv("GITHUB_STEP_SUMMARY") != "" {
 		a.AddStepSummary(report.Markdown(res, StepSummaryLimit))
 	}
 	if getenv("GITHUB_OUTPUT") != "" {
-		for k, v := range Outputs(res, checkID) {
+		for k, v := range Outputs(res, files, checkID) {
 			a.SetOutput(k, v)
 		}
 	}
@@ -37,16 +39,21 @@ func Step(a *githubactions.Action, getenv func(string) string, res *report.Resul
 	}
 }
 
-// Outputs are the step outputs of a run.
-func Outputs(res *report.Result, checkID int64) map[string]string {
+// Outputs are the step outputs of a run; result-json and summary-md name
+// the files in the directory files, and are empty when it is "".
+func Outputs(res *report.Result, files string, checkID int64) map[string]string {
 	out := map[string]string{
 		"result":         "fail",
 		"rate":           "",
 		"first-token-ms": "",
 		"route":          RouteName(res.Route),
-		"result-json":    filepath.Join(res.Run.Out, report.ResultFile),
-		"summary-md":     filepath.Join(res.Run.Out, report.SummaryFile),
+		"result-json":    "",
+		"summary-md":     "",
 		"check-run-id":   "",
+	}
+	if files != "" {
+		out["result-json"] = filepath.Join(files, report.ResultFile)
+		out["summary-md"] = filepath.Join(files, report.SummaryFile)
 	}
 	if res.Pass() {
 		out["result"] = "pass"
