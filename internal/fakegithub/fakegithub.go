@@ -1,9 +1,11 @@
 // Package fakegithub is a fake of the parts of GitHub's REST API the gate
-// uses: check runs, issue comments (with pagination) and pull requests. It
-// checks what a real client sends the way GitHub does (authentication,
-// required fields, length limits), answers in GitHub's shapes, can be told to
-// fail (5xx, 403, the secondary rate limit with Retry-After), and records
-// every call for tests to compare.
+// uses: check runs, issue comments (with pagination), pull requests and the
+// authenticated user. It checks what a real client sends the way GitHub does
+// (authentication, required fields, length limits), acts as the identity a
+// token has (an app installation's bot or a user, as the author of its
+// comments and the app of its check runs), answers in GitHub's shapes, can be
+// told to fail (5xx, 403, the secondary rate limit with Retry-After), and
+// records every call for tests to compare.
 package fakegithub
 
 import (
@@ -34,6 +36,24 @@ type Comment struct {
 	UserType string `json:"-"`
 }
 
+// Identity is who a token acts as. An app installation's token (GITHUB_TOKEN
+// is one, of the GitHub Actions app) acts as the app's bot user,
+// "SLUG[bot]" of type Bot: its comments are the bot's and its check runs
+// the app's; GET /user answers it 403. A user's token (a personal access
+// token) acts as the user: GET /user names them, and GitHub refuses them
+// check runs, which only apps may create.
+type Identity struct {
+	Login string
+	Type  string // "Bot" or "User"
+	App   string // the app's slug, for an installation's token
+}
+
+// GitHubActions is the identity of a workflow's GITHUB_TOKEN.
+var GitHubActions = Identity{Login: "github-actions[bot]", Type: "Bot", App: "github-actions"}
+
+// User is the identity of a person's token.
+func User(login string) Identity { return Identity{Login: login, Type: "User"} }
+
 // Fault makes matching calls fail: Times times (0: always), with Status,
 // Header and Body.
 type Fault struct {
@@ -56,9 +76,8 @@ type Call struct {
 
 // Server is the fake API. Make one with New.
 type Server struct {
-	Token string
-
 	mu       sync.Mutex
+	tokens   map[string]Identity
 	nextID   int64
 	checks   map[int64]map[string]any
 	comments map[int][]*Comment
@@ -67,9 +86,19 @@ type Server struct {
 	calls    []Call
 }
 
-// New returns a fake that accepts token.
+// New returns a fake that accepts token as a workflow's GITHUB_TOKEN (the
+// GitHub Actions app's installation).
 func New(token string) *Server {
-	return &Server{Token: token, nextID: 1, checks: map[int64]map[string]any{}, comments: map[int][]*Comment{}, pulls: map[int]string{}}
+	s := &Server{tokens: map[string]Identity{}, nextID: 1, checks: map[int64]map[string]any{}, comments: map[int][]*Comment{}, pulls: map[int]string{}}
+	s.AddToken(token, GitHubActions)
+	return s
+}
+
+// AddToken makes token act as who.
+func (s *Server) AddToken(token string, who Identity) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens[token] = who
 }
 
 // Fail adds a fault.
@@ -79,14 +108,21 @@ func (s *Server) Fail(f Fault) {
 	s.faults = append(s.faults, &f)
 }
 
-// AddComments puts n comments by other people on pull request pr, with
-// bodies from body(i).
+// AddComments puts n comments by another person ("someone") on pull request
+// pr, with bodies from body(i).
 func (s *Server) AddComments(pr, n int, body func(i int) string) {
+	for i := range n {
+		s.AddComment(pr, User("someone"), body(i))
+	}
+}
+
+// AddComment puts a comment by author on pull request pr, and returns its id.
+func (s *Server) AddComment(pr int, author Identity, body string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range n {
-		s.comments[pr] = append(s.comments[pr], &Comment{ID: s.id(), Body: body(i), User: "someone", UserType: "User"})
-	}
+	c := &Comment{ID: s.id(), Body: body, User: author.Login, UserType: author.Type}
+	s.comments[pr] = append(s.comments[pr], c)
+	return c.ID
 }
 
 // SetPull makes pull request n exist with head sha.
@@ -170,9 +206,16 @@ var (
 	pull       = regexp.MustCompile(`^/repos/[^/]+/[^/]+/pulls/(\d+)$`)
 )
 
+// user is the path of the authenticated user, which ServeHTTP gets with no
+// /repos/ in it.
+const userPath = "/user"
+
 // ServeHTTP answers as GitHub would.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := prefix.ReplaceAllString(r.URL.Path, "/repos/")
+	if strings.HasSuffix(r.URL.Path, userPath) && !strings.Contains(r.URL.Path, "/repos/") {
+		path = userPath
+	}
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	var body map[string]any
 	if len(raw) > 0 {
@@ -185,7 +228,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 
 	auth := r.Header.Get("Authorization")
-	if auth != "Bearer "+s.Token && auth != "token "+s.Token {
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		token, _ = strings.CutPrefix(auth, "token ")
+	}
+	who, ok := s.tokens[token]
+	if !ok {
 		s.answer(w, r, path, body, http.StatusUnauthorized, nil, msg("Bad credentials"))
 		return
 	}
@@ -208,13 +256,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	switch {
+	case r.Method == http.MethodGet && path == userPath:
+		if who.App != "" {
+			s.answer(w, r, path, body, http.StatusForbidden, nil, msg("Resource not accessible by integration"))
+			return
+		}
+		s.answer(w, r, path, body, http.StatusOK, nil, map[string]any{"login": who.Login, "type": who.Type})
 	case r.Method == http.MethodPost && checkRuns.MatchString(path):
+		if who.App == "" {
+			s.answer(w, r, path, body, http.StatusForbidden, nil, msg("You must authenticate via a GitHub App."))
+			return
+		}
 		if err := checkCheckRun(body, true); err != "" {
 			s.answer(w, r, path, body, http.StatusUnprocessableEntity, nil, invalid("CheckRun", err))
 			return
 		}
 		id := s.id()
 		body["id"] = id
+		body["app"] = map[string]any{"slug": who.App}
 		s.checks[id] = body
 		s.answer(w, r, path, body, http.StatusCreated, nil, body)
 	case r.Method == http.MethodPatch && checkRun.MatchString(path):
@@ -242,7 +301,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.answer(w, r, path, body, http.StatusUnprocessableEntity, nil, invalid("IssueComment", err))
 			return
 		}
-		c := &Comment{ID: s.id(), Body: text, User: "github-actions[bot]", UserType: "Bot"}
+		c := &Comment{ID: s.id(), Body: text, User: who.Login, UserType: who.Type}
 		s.comments[n] = append(s.comments[n], c)
 		s.answer(w, r, path, body, http.StatusCreated, nil, commentJSON(c))
 	case r.Method == http.MethodPatch && issueComm.MatchString(path):

@@ -32,6 +32,9 @@ type Publisher struct {
 	Notice func(format string, args ...any)
 
 	checkID int64
+	// app is the slug of the app that owns the check run posted, which is
+	// the app whose installation token this is: its comments are its bot's.
+	app string
 }
 
 // NewClient is a go-github client for the context's API (GHES included),
@@ -91,6 +94,7 @@ func (p *Publisher) Start(ctx context.Context, started time.Time) int64 {
 		return 0
 	}
 	p.checkID = run.GetID()
+	p.app = run.GetApp().GetSlug()
 	return p.checkID
 }
 
@@ -153,6 +157,7 @@ func (p *Publisher) finishCheck(ctx context.Context, res *report.Result, summary
 		return
 	}
 	p.checkID = run.GetID()
+	p.app = run.GetApp().GetSlug()
 }
 
 // Untrusted says what a check run and a comment are worth when the evidence
@@ -218,7 +223,12 @@ func (p *Publisher) comment(ctx context.Context, summary string) {
 	}
 	marker := Marker(p.CheckName)
 	body := marker + "\n" + report.Cut(summary, CommentLimit-len(marker)-1)
-	id, err := p.findComment(ctx, marker)
+	me, err := p.author(ctx)
+	if err != nil {
+		p.notice("PR comment not posted: who the token posts as is not known: %s", explain(err, "pull-requests: write"))
+		return
+	}
+	id, err := p.findComment(ctx, marker, me)
 	if err != nil {
 		p.notice("PR comment not posted: %s", explain(err, "pull-requests: write"))
 		return
@@ -233,9 +243,40 @@ func (p *Publisher) comment(ctx context.Context, summary string) {
 	}
 }
 
+// GitHubActionsApp is the app whose installation token a workflow's
+// GITHUB_TOKEN is; its comments are by the user "github-actions[bot]".
+const GitHubActionsApp = "github-actions"
+
+// author is the user the token posts comments as: only a comment of theirs
+// is the sticky comment, so a comment that anyone else wrote holding the
+// marker (which is public) is never edited. An app installation's token
+// (GITHUB_TOKEN is one) posts as the app's bot, "SLUG[bot]" of type Bot; the
+// slug is that of the app owning the check run posted, else GitHub
+// Actions'. Any other token (a personal access token) posts as its user,
+// whom GET /user names; an installation's token is refused there (403).
+func (p *Publisher) author(ctx context.Context) (*github.User, error) {
+	if p.app != "" {
+		return bot(p.app), nil
+	}
+	u, _, err := p.Client.Users.Get(ctx, "")
+	var ge *github.ErrorResponse
+	if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusForbidden {
+		return bot(GitHubActionsApp), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// bot is the bot user of the app with slug.
+func bot(slug string) *github.User {
+	return &github.User{Login: github.String(slug + "[bot]"), Type: github.String("Bot")}
+}
+
 // findComment looks through every page of the pull request's comments for
-// one that starts with marker.
-func (p *Publisher) findComment(ctx context.Context, marker string) (int64, error) {
+// one by me that starts with marker.
+func (p *Publisher) findComment(ctx context.Context, marker string, me *github.User) (int64, error) {
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		cs, resp, err := p.Client.Issues.ListComments(ctx, p.Ctx.Owner, p.Ctx.Repo, p.Ctx.PR, opts)
@@ -243,7 +284,7 @@ func (p *Publisher) findComment(ctx context.Context, marker string) (int64, erro
 			return 0, err
 		}
 		for _, c := range cs {
-			if strings.HasPrefix(c.GetBody(), marker) {
+			if strings.HasPrefix(c.GetBody(), marker) && sameUser(c.GetUser(), me) {
 				return c.GetID(), nil
 			}
 		}
@@ -252,6 +293,13 @@ func (p *Publisher) findComment(ctx context.Context, marker string) (int64, erro
 		}
 		opts.Page = resp.NextPage
 	}
+}
+
+// sameUser reports whether a comment's author u is me: the same login
+// (GitHub's logins ignore case) and the same type, so a user can never pass
+// for a bot.
+func sameUser(u, me *github.User) bool {
+	return strings.EqualFold(u.GetLogin(), me.GetLogin()) && u.GetType() == me.GetType()
 }
 
 // explain says what a failed call means and what to do.

@@ -81,9 +81,15 @@ func newHarness(t *testing.T, c Context) *harness {
 
 func (h *harness) publisher(t *testing.T, comment bool) *Publisher {
 	t.Helper()
+	return h.publisherWith(t, token, comment)
+}
+
+// publisherWith posts with tok, which the fake must know (New, AddToken).
+func (h *harness) publisherWith(t *testing.T, tok string, comment bool) *Publisher {
+	t.Helper()
 	retry := DefaultRetry()
 	retry.Sleep = func(_ context.Context, d time.Duration) error { h.sleeps = append(h.sleeps, d); return nil }
-	client, err := NewClient(h.ctx, token, retry, nil)
+	client, err := NewClient(h.ctx, tok, retry, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,15 +156,18 @@ PATCH /repos/acme/serve/issues/comments/2 200 body="<!-- npu-serve-smoke: npu se
 func TestCommentOnPageThree(t *testing.T) {
 	h := newHarness(t, Context{SHA: headSHA, Event: "pull_request", PR: 7})
 	marker := Marker("npu serve smoke")
-	h.gh.AddComments(7, 250, func(i int) string {
+	for i := range 250 {
 		switch i {
 		case 10:
-			return "quoting it: " + marker // not at the start: not ours
+			h.gh.AddComment(7, fakegithub.GitHubActions, "quoting it: "+marker) // not at the start: not ours
+		case 20:
+			h.gh.AddComment(7, fakegithub.User("someone"), marker+"\nanyone can write the marker") // not the bot's
 		case 230:
-			return marker + "\nan earlier run"
+			h.gh.AddComment(7, fakegithub.GitHubActions, marker+"\nan earlier run")
+		default:
+			h.gh.AddComment(7, fakegithub.User("someone"), fmt.Sprintf("comment %d", i))
 		}
-		return fmt.Sprintf("comment %d", i)
-	})
+	}
 	h.run(t, true, result(t, true))
 	var paths []string
 	for _, c := range h.gh.Calls() {
@@ -175,8 +184,81 @@ func TestCommentOnPageThree(t *testing.T) {
 	if diff := cmp.Diff(want, paths); diff != "" {
 		t.Errorf("comment calls (-want +got):\n%s", diff)
 	}
-	if cs := h.gh.Comments(7); len(cs) != 250 || !strings.Contains(cs[230].Body, "PASS") || cs[10].Body != "quoting it: "+marker {
+	if cs := h.gh.Comments(7); len(cs) != 250 || !strings.Contains(cs[230].Body, "PASS") || cs[10].Body != "quoting it: "+marker || strings.Contains(cs[20].Body, "PASS") {
 		t.Errorf("the sticky comment was not the one edited, or one was added")
+	}
+}
+
+// The sticky comment is the one its token's own user wrote: the marker is
+// public, so a comment anyone else wrote holding it is never edited.
+func TestStickyCommentIsOurs(t *testing.T) {
+	marker := Marker("npu serve smoke") + "\nan earlier run"
+	alice := fakegithub.User("alice")
+	tests := []struct {
+		name   string
+		token  string                // the publisher's: the fake's GITHUB_TOKEN unless a user's
+		fail   string                // a path refused with 403
+		before []fakegithub.Identity // authors of comments holding the marker
+		want   int                   // the index in before of the comment edited, -1 for a new one
+		user   bool                  // GET /user was asked
+	}{
+		{"GITHUB_TOKEN: the bot's comment, not another's", token, "", []fakegithub.Identity{fakegithub.User("mallory"), fakegithub.GitHubActions}, 1, false},
+		{"GITHUB_TOKEN: no comment of the bot's", token, "", []fakegithub.Identity{fakegithub.User("mallory")}, -1, false},
+		{"GITHUB_TOKEN: a user named as the bot is not the bot", token, "", []fakegithub.Identity{{Login: "github-actions[bot]", Type: "User"}}, -1, false},
+		{"GITHUB_TOKEN: another app's bot", token, "", []fakegithub.Identity{{Login: "other[bot]", Type: "Bot", App: "other"}}, -1, false},
+		{"GITHUB_TOKEN without checks: write: the bot, after GET /user is refused", token, "/check-runs$", []fakegithub.Identity{fakegithub.User("mallory"), fakegithub.GitHubActions}, 1, true},
+		{"a user's token: the user's comment", "ghp_alice", "", []fakegithub.Identity{fakegithub.GitHubActions, alice, fakegithub.User("mallory")}, 1, true},
+		{"a user's token: not the bot's", "ghp_alice", "", []fakegithub.Identity{fakegithub.GitHubActions}, -1, true},
+	}
+	for _, tt := range tests {
+		h := newHarness(t, Context{SHA: headSHA, Event: "pull_request", PR: 7})
+		h.gh.AddToken("ghp_alice", alice)
+		if tt.fail != "" {
+			h.gh.Fail(fakegithub.Fault{Method: "POST", Path: regexp.MustCompile(tt.fail), Status: 403, Body: `{"message":"Resource not accessible by integration"}`})
+		}
+		for _, who := range tt.before {
+			h.gh.AddComment(7, who, marker)
+		}
+		p := h.publisherWith(t, tt.token, true)
+		p.Start(context.Background(), time.Unix(1700000000, 0))
+		p.Finish(context.Background(), result(t, true), "npu serve smoke: PASS")
+
+		cs := h.gh.Comments(7)
+		for i, who := range tt.before {
+			if edited := cs[i].Body != marker; edited != (i == tt.want) {
+				t.Errorf("%s: the comment of %+v edited = %v, want %v", tt.name, who, edited, i == tt.want)
+			}
+		}
+		if added := len(cs) - len(tt.before); added != map[bool]int{true: 1, false: 0}[tt.want < 0] {
+			t.Errorf("%s: %d comments added, want %d", tt.name, added, map[bool]int{true: 1, false: 0}[tt.want < 0])
+		} else if tt.want < 0 {
+			if last := cs[len(cs)-1]; last.User != map[bool]string{true: "alice", false: "github-actions[bot]"}[tt.token != token] {
+				t.Errorf("%s: the new comment is by %s", tt.name, last.User)
+			}
+		}
+		askedUser := strings.Contains(h.gh.Log(), "GET /user ")
+		if askedUser != tt.user {
+			t.Errorf("%s: GET /user asked = %v, want %v:\n%s", tt.name, askedUser, tt.user, h.gh.Log())
+		}
+		for _, n := range h.notices {
+			if strings.Contains(n, "PR comment") {
+				t.Errorf("%s: notice %q", tt.name, n)
+			}
+		}
+	}
+}
+
+func TestStickyCommentUnknownAuthor(t *testing.T) {
+	h := newHarness(t, Context{SHA: headSHA, Event: "pull_request", PR: 7})
+	h.gh.Fail(fakegithub.Fault{Method: "POST", Path: regexp.MustCompile(`/check-runs$`), Status: 403})
+	h.gh.Fail(fakegithub.Fault{Method: "GET", Path: regexp.MustCompile(`^/user$`), Status: 404})
+	h.gh.AddComment(7, fakegithub.GitHubActions, Marker("npu serve smoke")+"\nan earlier run")
+	h.run(t, true, result(t, true))
+	if cs := h.gh.Comments(7); len(cs) != 1 || strings.Contains(cs[0].Body, "PASS") {
+		t.Errorf("comments = %+v, want none posted nor edited when the token's user is not known", cs)
+	}
+	if n := h.notices[len(h.notices)-1]; !strings.Contains(n, "PR comment not posted: who the token posts as is not known: HTTP 404") {
+		t.Errorf("last notice = %q", n)
 	}
 }
 
