@@ -63,6 +63,9 @@ func startsCommand(s string) bool {
 // and U+2066..2069 that reorder a line, U+200B..200F that hide in it, the
 // byte order mark, the tag characters), and bytes that are not UTF-8.
 func IsControl(c rune) bool {
-	return c != ' ' && (unicode.IsControl(c) || unicode.Is(unicode.Cf, c) ||
-		c == '\u2028' || c == '\u2029' || c == utf8.RuneError)
+	if c < utf8.RuneSelf {
+		return c < ' ' || c == 0x7f // ASCII holds no format character
+	}
+	return unicode.IsControl(c) || c == '\u2028' || c == '\u2029' || c == utf8.RuneError ||
+		unicode.Is(unicode.Cf, c)
 }
