@@ -92,8 +92,16 @@ func indent(s string) string {
 	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
 }
 
-// version is the module version, or the VCS revision of a local build.
+// releaseVersion is a released binary's version, set by the linker
+// (internal/release.BuildFlags).
+var releaseVersion string
+
+// version is the release's version, the module version, or the VCS revision
+// of a local build.
 func version() string {
+	if releaseVersion != "" {
+		return "npu-serve-smoke " + releaseVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "npu-serve-smoke (unknown)"

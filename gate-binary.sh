@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The gate's binary for action.yml, the fastest honest way, written to
+# $GITHUB_OUTPUT as bin=PATH:
+#
+#  1. A release binary, when checksums.txt beside action.yml was made from
+#     this very source (its "# source" line is the hash of the tree's Go
+#     files, computed again here) and names an asset for this runner's arch:
+#     downloaded once into the runner's tool cache
+#     ($RUNNER_TOOL_CACHE/npu-serve-smoke/VERSION/ARCH plus ARCH.complete),
+#     and its SHA-256 checked against checksums.txt on every run. A binary
+#     whose SHA-256 differs is refused: nothing is cached or run.
+#  2. Else (no release of this source: `uses: ./`, a branch, a fork; or its
+#     download failed) a build from source when Go is on PATH, cached by a
+#     hash of the source and of `go version`.
+#  3. Else an error naming both ways out.
+#
+# Environment: ACTION_PATH, ACTION_REPOSITORY and ACTION_REF (from the
+# action's inputs: composite steps cannot see github.action_*), the runner's
+# RUNNER_OS, RUNNER_ARCH, RUNNER_TOOL_CACHE, RUNNER_TEMP, GITHUB_SERVER_URL,
+# GITHUB_OUTPUT; NPU_SERVE_SMOKE_DOWNLOAD_URL replaces
+# $GITHUB_SERVER_URL/$ACTION_REPOSITORY/releases/download (a mirror, tests).
+#
+# `gate-binary.sh source-hash DIR` prints the source hash of DIR
+# (internal/release.SourceHash is the same function in Go).
+set -euo pipefail
+
+error() { echo "::error title=npu serve smoke::$*"; }
+
+# sha256 FILE...: sha256sum's lines, from sha256sum or shasum.
+if command -v sha256sum >/dev/null; then
+	sha256=(sha256sum)
+else
+	sha256=(shasum -a 256)
+fi
+
+file_sha256() { "${sha256[@]}" "$1" | cut -c1-64; }
+
+# source_hash DIR: the SHA-256 of sha256sum's lines of every non-test .go
+# file, go.mod and go.sum under DIR, sorted by path.
+source_hash() {
+	(
+		cd "$1"
+		find . -path ./.git -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) \
+			-not -name '*_test.go' -print0 | LC_ALL=C sort -z | xargs -0 -r "${sha256[@]}" | "${sha256[@]}" | cut -c1-64
+	)
+}
+
+# download URL FILE, with curl or wget, whichever is there.
+download() {
+	if command -v curl >/dev/null; then
+		curl -fsSL --connect-timeout 10 --max-time 300 --retry 3 --retry-delay 2 -o "$2" "$1"
+	elif command -v wget >/dev/null; then
+		wget -q --timeout 30 --tries 3 --waitretry 2 -O "$2" "$1"
+	else
+		echo "neither curl nor wget is installed" >&2
+		return 1
+	fi
+}
+
+# release: sets bin to a verified release binary and returns 0, or sets why
+# and returns 1. Exits 1 when a downloaded binary is not the released one.
+release() {
+	local sums="$ACTION_PATH/checksums.txt" goarch arch version src asset want base url dir got tmp
+	if [ "${RUNNER_OS:-}" != Linux ]; then
+		why="releases hold linux binaries, and this runner is ${RUNNER_OS:-of an unknown OS}"
+		return 1
+	fi
+	case "${RUNNER_ARCH:-}" in
+	X64) goarch=amd64 arch=x64 ;;
+	ARM64) goarch=arm64 arch=arm64 ;;
+	*)
+		why="releases hold X64 and ARM64 binaries, and this runner is ${RUNNER_ARCH:-of an unknown arch}"
+		return 1
+		;;
+	esac
+	if [ ! -f "$sums" ]; then
+		why="the action's tree has no checksums.txt: this source was never released"
+		return 1
+	fi
+	version=$(sed -n 's/^# npu-serve-smoke \(v[0-9][0-9A-Za-z.-]*\): .*/\1/p' "$sums" | head -n1)
+	src=$(sed -n 's/^# source \([0-9a-f]*\)$/\1/p' "$sums" | head -n1)
+	asset="npu-serve-smoke_${version}_linux_${goarch}"
+	want=$(awk -v a="$asset" '$2 == a && length($1) == 64 && $1 !~ /[^0-9a-f]/ { print $1; exit }' "$sums")
+	if [ -z "$version" ] || [ -z "$want" ]; then
+		why="checksums.txt names no $asset"
+		return 1
+	fi
+	if [ "$(source_hash "$ACTION_PATH")" != "$src" ]; then
+		why="this source is not release $version's (a branch, a fork or a local checkout)"
+		return 1
+	fi
+
+	dir="${RUNNER_TOOL_CACHE:-$RUNNER_TEMP}/npu-serve-smoke/${version#v}/$arch"
+	bin="$dir/npu-serve-smoke"
+	if [ -f "$dir.complete" ] && [ -f "$bin" ]; then
+		if [ "$(file_sha256 "$bin")" = "$want" ]; then
+			echo "npu-serve-smoke: release $version for $arch, cached and verified (SHA-256 $want)"
+			return 0
+		fi
+		echo "::warning title=npu serve smoke::the cached $bin does not match checksums.txt; downloading it again"
+	fi
+	rm -f "$dir.complete"
+
+	if [ -n "${NPU_SERVE_SMOKE_DOWNLOAD_URL:-}" ]; then
+		base=${NPU_SERVE_SMOKE_DOWNLOAD_URL%/}
+	elif [ -n "${ACTION_REPOSITORY:-}" ]; then
+		base="${GITHUB_SERVER_URL:-https://github.com}/$ACTION_REPOSITORY/releases/download"
+	else
+		why="the action's repository is not known here (uses: ./), so there is nothing to download"
+		return 1
+	fi
+	url="$base/$version/$asset"
+	mkdir -p "$dir"
+	tmp=$(mktemp "$dir/.download.XXXXXX")
+	if ! download "$url" "$tmp"; then
+		rm -f "$tmp"
+		why="downloading $url failed"
+		return 1
+	fi
+	got=$(file_sha256 "$tmp")
+	if [ "$got" != "$want" ]; then
+		rm -f "$tmp"
+		error "$url has SHA-256 $got, and checksums.txt at this action's commit says $want for $asset. The download is refused: nothing was cached or run. A release asset that differs from the committed checksums was replaced or damaged after the release; report it to the action's maintainers."
+		exit 1
+	fi
+	chmod 755 "$tmp"
+	mv -f "$tmp" "$bin"
+	: >"$dir.complete"
+	echo "npu-serve-smoke: release $version for $arch, downloaded from $url and verified (SHA-256 $want)"
+}
+
+# build: the gate built from the action's source, cached by a hash of the
+# source and of `go version`.
+build() {
+	local key dir tmp
+	cd "$ACTION_PATH"
+	key=$({
+		go version
+		find . -path ./.git -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -not -name '*_test.go' -print | LC_ALL=C sort | xargs sha256sum
+	} | sha256sum | cut -c1-16)
+	dir="${RUNNER_TOOL_CACHE:-$RUNNER_TEMP}/npu-serve-smoke/$key"
+	bin="$dir/npu-serve-smoke"
+	if [ -x "$bin" ]; then
+		echo "npu-serve-smoke: cached build $key"
+	else
+		mkdir -p "$dir"
+		tmp=$(mktemp "$dir/.build.XXXXXX")
+		go build -trimpath -o "$tmp" ./cmd/action
+		mv -f "$tmp" "$bin"
+		echo "npu-serve-smoke: built $key"
+	fi
+}
+
+main() {
+	local bin why=""
+	if release; then
+		:
+	elif command -v go >/dev/null; then
+		echo "npu-serve-smoke: no release binary ($why); building from the action's source${ACTION_REF:+ at $ACTION_REF}"
+		build
+	else
+		error "No release binary for this runner: $why. And Go is not installed to build one from the action's source. Either install Go 1.26 on the runner (or add actions/setup-go before this step), or use a released tag of the action (uses: OWNER/npu-serve-smoke@vX.Y.Z on Linux X64 or ARM64)."
+		exit 2
+	fi
+	echo "bin=$bin" >>"$GITHUB_OUTPUT"
+}
+
+case "${1:-}" in
+"") main ;;
+source-hash) source_hash "$2" ;;
+*)
+	echo "usage: gate-binary.sh [source-hash DIR]" >&2
+	exit 2
+	;;
+esac
