@@ -60,7 +60,7 @@ download() {
 # release: sets bin to a verified release binary and returns 0, or sets why
 # and returns 1. Exits 1 when a downloaded binary is not the released one.
 release() {
-	local sums="$ACTION_PATH/checksums.txt" goarch arch version src asset want base url dir got tmp
+	local sums="$ACTION_PATH/checksums.txt" origin goarch arch version src asset want base url dir got tmp
 	if [ "${RUNNER_OS:-}" != Linux ]; then
 		why="releases hold linux binaries, and this runner is ${RUNNER_OS:-of an unknown OS}"
 		return 1
@@ -90,11 +90,12 @@ release() {
 		return 1
 	fi
 
+	origin=${ACTION_REPOSITORY:+ of $ACTION_REPOSITORY@${ACTION_REF:-?}}
 	dir="${RUNNER_TOOL_CACHE:-$RUNNER_TEMP}/npu-serve-smoke/${version#v}/$arch"
 	bin="$dir/npu-serve-smoke"
 	if [ -f "$dir.complete" ] && [ -f "$bin" ]; then
 		if [ "$(file_sha256 "$bin")" = "$want" ]; then
-			echo "npu-serve-smoke: release $version for $arch, cached and verified (SHA-256 $want)"
+			echo "npu-serve-smoke: release $version$origin for $arch, cached and verified (SHA-256 $want)"
 			return 0
 		fi
 		echo "::warning title=npu serve smoke::the cached $bin does not match checksums.txt; downloading it again"
@@ -126,7 +127,7 @@ release() {
 	chmod 755 "$tmp"
 	mv -f "$tmp" "$bin"
 	: >"$dir.complete"
-	echo "npu-serve-smoke: release $version for $arch, downloaded from $url and verified (SHA-256 $want)"
+	echo "npu-serve-smoke: release $version$origin for $arch, downloaded from $url and verified (SHA-256 $want)"
 }
 
 # build: the gate built from the action's source, cached by a hash of the

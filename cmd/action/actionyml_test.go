@@ -26,7 +26,18 @@ func TestActionYMLMatchesFlags(t *testing.T) {
 	inputsBlock := text[strings.Index(text, "\ninputs:\n"):strings.Index(text, "\noutputs:\n")]
 	var inputs []string
 	for _, m := range regexp.MustCompile(`(?m)^  ([a-z0-9-]+):$`).FindAllStringSubmatch(inputsBlock, -1) {
+		if m[1] == "action-repository" || m[1] == "action-ref" {
+			continue // the action's own origin, for its release binaries: not flags
+		}
 		inputs = append(inputs, m[1])
+	}
+	for _, origin := range []string{
+		"default: '${{ github.action_repository }}'", "default: '${{ github.action_ref }}'",
+		"ACTION_REPOSITORY: ${{ inputs.action-repository }}", "ACTION_REF: ${{ inputs.action-ref }}",
+	} {
+		if !strings.Contains(text, origin) {
+			t.Errorf("action.yml lacks %q: composite steps cannot read github.action_* themselves", origin)
+		}
 	}
 	var mapped []string
 	for _, m := range regexp.MustCompile(`(?m)^        INPUT_([A-Z0-9-]+): \$\{\{ inputs\.([a-z0-9-]+) \}\}$`).FindAllStringSubmatch(text, -1) {

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/release"
+)
+
+// fakeReleases serves release assets as GitHub's release download URLs do:
+// GET /OWNER/REPO/releases/download/TAG/ASSET, 404 for anything else. It
+// counts the requests for each path.
+type fakeReleases struct {
+	mu     sync.Mutex
+	assets map[string][]byte
+	hits   map[string]int
+}
+
+func (f *fakeReleases) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hits[r.URL.Path]++
+	b, ok := f.assets[r.URL.Path]
+	if !ok || r.Method != http.MethodGet {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(b)
+}
+
+func (f *fakeReleases) set(path string, b []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.assets[path] = b
+	f.hits = map[string]int{}
+}
+
+func (f *fakeReleases) total() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.hits {
+		n += c
+	}
+	return n
+}
+
+// The action used at a released version, as a runner without Go uses it:
+// act in host mode takes `uses: acme/npu-serve-smoke@v9.9.9` from a copy of
+// the work tree carrying a checksums.txt for its source, and downloads from
+// a fake of the release download server on loopback. The asset it serves is
+// a release build of the current source, so the gate that runs is the
+// downloaded one (its result.json names v9.9.9, which no other build says).
+func TestActionReleaseBinaryUnderAct(t *testing.T) {
+	act := findAct(t)
+	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
+		t.Skipf("releases hold linux/amd64 and linux/arm64 binaries, and this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	const version = "v9.9.9"
+	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+	asset := release.Asset("npu-serve-smoke", version, runtime.GOARCH)
+	bin := filepath.Join(dir, asset)
+	if err := release.Build(context.Background(), root, release.Commands[0], version, runtime.GOARCH, bin); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The released tree: the work tree plus the checksums.txt the release
+	// commit adds.
+	tree := filepath.Join(dir, "released")
+	copyTree(t, root, tree)
+	writeSums(t, tree, version, map[string]string{asset: sha256File(t, bin)})
+	// A branch after the release: one source line more, the same checksums.txt.
+	branch := filepath.Join(dir, "branch")
+	copyTree(t, tree, branch)
+	mainGo := filepath.Join(branch, "cmd/action/main.go")
+	b, err := os.ReadFile(mainGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, mainGo, string(b)+"\n// A change after the release.\n")
+
+	rel := &fakeReleases{assets: map[string][]byte{}, hits: map[string]int{}}
+	dl := httptest.NewServer(rel)
+	defer dl.Close()
+	assetPath := "/acme/npu-serve-smoke/releases/download/" + version + "/" + asset
+	gh := httptest.NewServer(fakegithub.New("ghs_fake"))
+	defer gh.Close()
+
+	// The workspace: the workflow alone. The gate runs twice, cold and warm;
+	// the serve is the simulated one, run from the asset file itself.
+	ws := filepath.Join(dir, "ws")
+	out := filepath.Join(dir, "out")
+	step := func(id string) string {
+		return `      - id: ` + id + `
+        uses: acme/npu-serve-smoke@` + version + `
+        with:
+          serve: ` + bin + ` fakellm --port {port} --model {model}
+          model: sim-0.6B
+          replies: 1
+          max-tokens: 4
+          comment: never
+          out: ` + filepath.Join(out, id) + `
+`
+	}
+	write(t, filepath.Join(ws, ".github/workflows/gate.yml"), `name: gate
+on: push
+jobs:
+  gate:
+    runs-on: self-hosted
+    steps:
+`+step("cold")+step("warm")+`      - run: echo "the gate passed twice"
+`)
+	gitCommit(t, ws)
+
+	noGo := pathWithoutGo(t)
+	withGo := os.Environ()
+	// run runs the workflow with the action taken from actionTree and a
+	// fresh tool cache, which it returns.
+	run := func(actionTree string, env []string) (string, string, error) {
+		cache := t.TempDir()
+		os.RemoveAll(out)
+		o, err := runActIn(act, ws, env, "push",
+			"-P", "self-hosted=-self-hosted",
+			"--action-cache-path", cache,
+			"--local-repository", "acme/npu-serve-smoke@"+version+"="+actionTree,
+			"-s", "GITHUB_TOKEN=ghs_fake",
+			"--env", "GITHUB_API_URL="+gh.URL,
+			"--env", "GITHUB_REPOSITORY=acme/serve",
+			"--env", "NPU_SERVE_SMOKE_DOWNLOAD_URL="+dl.URL+"/acme/npu-serve-smoke/releases/download/",
+		)
+		return o, filepath.Join(cache, "tool_cache", "npu-serve-smoke"), err
+	}
+
+	t.Run("verified download, then cached, no Go", func(t *testing.T) {
+		rel.set(assetPath, good)
+		o, cache, err := run(tree, noGo)
+		if err != nil {
+			t.Fatalf("act: %v\n%s", err, tail(o, 60))
+		}
+		for _, want := range []string{
+			"release " + version + " of acme/npu-serve-smoke@" + version + " for " + arch + ", downloaded from " + dl.URL + assetPath + " and verified",
+			"release " + version + " of acme/npu-serve-smoke@" + version + " for " + arch + ", cached and verified",
+			"Success - Main echo \"the gate passed twice\"",
+		} {
+			if strings.Count(o, want) != 1 {
+				t.Errorf("act's output has %q %d times, want once:\n%s", want, strings.Count(o, want), tail(o, 60))
+			}
+		}
+		if n := rel.total(); n != 1 {
+			t.Errorf("the release server had %d requests, want 1 (the warm run downloads nothing)", n)
+		}
+		cached, err := os.ReadFile(filepath.Join(cache, "9.9.9", arch, "npu-serve-smoke"))
+		if err != nil || !bytes.Equal(cached, good) {
+			t.Errorf("the tool cache's binary: %v, same bytes as the release %v", err, bytes.Equal(cached, good))
+		}
+		if _, err := os.Stat(filepath.Join(cache, "9.9.9", arch+".complete")); err != nil {
+			t.Errorf("no .complete marker: %v", err)
+		}
+		assertNoDownloadLeft(t, cache)
+		for _, id := range []string{"cold", "warm"} {
+			if tool := resultTool(t, filepath.Join(out, id)); tool != "npu-serve-smoke "+version {
+				t.Errorf("%s run: result.json tool = %q, want the release's %q", id, tool, "npu-serve-smoke "+version)
+			}
+		}
+	})
+
+	t.Run("a swapped asset is refused", func(t *testing.T) {
+		bad := bytes.Clone(good)
+		bad[len(bad)/2] ^= 1
+		rel.set(assetPath, bad)
+		o, cache, err := run(tree, noGo)
+		if err == nil {
+			t.Fatalf("act succeeded with a swapped asset:\n%s", tail(o, 40))
+		}
+		if !strings.Contains(o, "The download is refused: nothing was cached or run") || !strings.Contains(o, "checksums.txt at this action's commit says "+sha256File(t, bin)) {
+			t.Errorf("no clear refusal:\n%s", tail(o, 40))
+		}
+		if rel.total() != 1 {
+			t.Errorf("the release server had %d requests, want 1", rel.total())
+		}
+		for _, f := range []string{filepath.Join("9.9.9", arch, "npu-serve-smoke"), filepath.Join("9.9.9", arch+".complete")} {
+			if _, err := os.Stat(filepath.Join(cache, f)); err == nil {
+				t.Errorf("%s is in the tool cache after a refused download", f)
+			}
+		}
+		assertNoDownloadLeft(t, cache)
+		if _, err := os.Stat(filepath.Join(out, "cold")); err == nil {
+			t.Errorf("the gate ran after a refused download")
+		}
+	})
+
+	t.Run("no release of this source and no Go", func(t *testing.T) {
+		rel.set(assetPath, good)
+		o, _, err := run(branch, noGo)
+		if err == nil {
+			t.Fatalf("act succeeded with neither a release nor Go:\n%s", tail(o, 40))
+		}
+		for _, want := range []string{
+			"No release binary for this runner: this source is not release " + version + "'s",
+			"Either install Go 1.26 on the runner", "or use a released tag of the action",
+		} {
+			if !strings.Contains(o, want) {
+				t.Errorf("act's output lacks %q:\n%s", want, tail(o, 40))
+			}
+		}
+		if rel.total() != 0 {
+			t.Errorf("the release server had %d requests, want none: checksums.txt is not of this source", rel.total())
+		}
+	})
+
+	t.Run("no release of this source, built with Go", func(t *testing.T) {
+		rel.set(assetPath, good)
+		o, cache, err := run(branch, withGo)
+		if err != nil {
+			t.Fatalf("act: %v\n%s", err, tail(o, 60))
+		}
+		for _, want := range []string{
+			"no release binary (this source is not release " + version + "'s", "building from the action's source at " + version,
+			"npu-serve-smoke: built ", "npu-serve-smoke: cached build ", "Success - Main echo \"the gate passed twice\"",
+		} {
+			if !strings.Contains(o, want) {
+				t.Errorf("act's output lacks %q:\n%s", want, tail(o, 60))
+			}
+		}
+		if rel.total() != 0 {
+			t.Errorf("the release server had %d requests, want none", rel.total())
+		}
+		if _, err := os.Stat(filepath.Join(cache, "9.9.9")); err == nil {
+			t.Errorf("a release directory is in the tool cache of a build from source")
+		}
+		if tool := resultTool(t, filepath.Join(out, "cold")); tool == "npu-serve-smoke "+version {
+			t.Errorf("result.json tool = %q: the release binary ran, not the branch's build", tool)
+		}
+	})
+}
+
+func writeSums(t *testing.T, tree, version string, files map[string]string) {
+	t.Helper()
+	src, err := release.SourceHash(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	s := release.Sums{Version: version, Go: runtime.Version(), Source: src, Files: files}
+	if err := s.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(tree, "checksums.txt"), b.String())
+	gitCommit(t, tree)
+}
+
+func sha256File(t *testing.T, name string) string {
+	t.Helper()
+	s, err := release.FileSHA256(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// gitCommit commits everything in dir, a repository or not yet one.
+func gitCommit(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=test", "-c", "user.email=test@example.invalid", "commit", "-qm", "x"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// pathWithoutGo is the environment with every PATH directory that holds a
+// go command left out.
+func pathWithoutGo(t *testing.T) []string {
+	t.Helper()
+	var keep []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if _, err := os.Stat(filepath.Join(d, "go")); err == nil {
+			if _, err := os.Stat(filepath.Join(d, "bash")); err == nil {
+				t.Skipf("go and bash share %s: no PATH without go can run the action", d)
+			}
+			continue
+		}
+		keep = append(keep, d)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PATH="+strings.Join(keep, string(filepath.ListSeparator)))
+	cmd := exec.Command("bash", "-c", "! command -v go")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go is still on PATH=%s: %s", strings.Join(keep, ":"), out)
+	}
+	return env
+}
+
+func assertNoDownloadLeft(t *testing.T, cache string) {
+	t.Helper()
+	filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".download.") {
+			t.Errorf("a partial download is left in the tool cache: %s", p)
+		}
+		return nil
+	})
+}
+
+func resultTool(t *testing.T, out string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		t.Errorf("%v", err)
+		return ""
+	}
+	var r struct{ Run struct{ Tool string } }
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Errorf("result.json: %v", err)
+	}
+	return r.Run.Tool
+}
