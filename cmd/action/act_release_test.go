@@ -68,37 +68,9 @@ func TestActionReleaseBinaryUnderAct(t *testing.T) {
 	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
 		t.Skipf("releases hold linux/amd64 and linux/arm64 binaries, and this is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	const version = "v9.9.9"
-	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
-	asset := release.Asset("npu-serve-smoke", version, runtime.GOARCH)
-	bin := filepath.Join(dir, asset)
-	if err := release.Build(context.Background(), root, release.Commands[0], version, runtime.GOARCH, bin); err != nil {
-		t.Fatal(err)
-	}
-	good, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// The released tree: the work tree plus the checksums.txt the release
-	// commit adds.
-	tree := filepath.Join(dir, "released")
-	copyTree(t, root, tree)
-	writeSums(t, tree, version, map[string]string{asset: sha256File(t, bin)})
-	// A branch after the release: one source line more, the same checksums.txt.
-	branch := filepath.Join(dir, "branch")
-	copyTree(t, tree, branch)
-	mainGo := filepath.Join(branch, "cmd/action/main.go")
-	b, err := os.ReadFile(mainGo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, mainGo, string(b)+"\n// A change after the release.\n")
+	r := newReleased(t, dir)
+	tree, branch, bin, good, asset, version, arch := r.tree, r.branch, r.bin, r.good, r.asset, r.version, r.arch
 
 	rel := &fakeReleases{assets: map[string][]byte{}, hits: map[string]int{}}
 	dl := httptest.NewServer(rel)
@@ -255,7 +227,49 @@ jobs:
 	})
 }
 
-func writeSums(t *testing.T, tree, version string, files map[string]string) {
+// released is a release of the current source for this machine's arch,
+// made as cmd/release-sums makes one.
+type released struct {
+	version, arch, asset string
+	bin                  string // the release's gate binary
+	good                 []byte // its bytes
+	tree                 string // the work tree with the release's checksums.txt
+	branch               string // that tree with one source line more
+}
+
+func newReleased(t testing.TB, dir string) released {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := released{version: "v9.9.9", arch: map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]}
+	r.asset = release.Asset("npu-serve-smoke", r.version, runtime.GOARCH)
+	r.bin = filepath.Join(dir, r.asset)
+	if err := release.Build(context.Background(), root, release.Commands[0], r.version, runtime.GOARCH, r.bin); err != nil {
+		t.Fatal(err)
+	}
+	if r.good, err = os.ReadFile(r.bin); err != nil {
+		t.Fatal(err)
+	}
+	// The released tree: the work tree plus the checksums.txt the release
+	// commit adds.
+	r.tree = filepath.Join(dir, "released")
+	copyTree(t, root, r.tree)
+	writeSums(t, r.tree, r.version, map[string]string{r.asset: sha256File(t, r.bin)})
+	// A branch after the release: one source line more, the same checksums.txt.
+	r.branch = filepath.Join(dir, "branch")
+	copyTree(t, r.tree, r.branch)
+	mainGo := filepath.Join(r.branch, "cmd/action/main.go")
+	b, err := os.ReadFile(mainGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, mainGo, string(b)+"\n// A change after the release.\n")
+	return r
+}
+
+func writeSums(t testing.TB, tree, version string, files map[string]string) {
 	t.Helper()
 	src, err := release.SourceHash(tree)
 	if err != nil {
@@ -270,7 +284,7 @@ func writeSums(t *testing.T, tree, version string, files map[string]string) {
 	gitCommit(t, tree)
 }
 
-func sha256File(t *testing.T, name string) string {
+func sha256File(t testing.TB, name string) string {
 	t.Helper()
 	s, err := release.FileSHA256(name)
 	if err != nil {
@@ -280,7 +294,7 @@ func sha256File(t *testing.T, name string) string {
 }
 
 // gitCommit commits everything in dir, a repository or not yet one.
-func gitCommit(t *testing.T, dir string) {
+func gitCommit(t testing.TB, dir string) {
 	t.Helper()
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=test", "-c", "user.email=test@example.invalid", "commit", "-qm", "x"}} {
 		cmd := exec.Command("git", args...)
@@ -293,7 +307,7 @@ func gitCommit(t *testing.T, dir string) {
 
 // pathWithoutGo is the environment with every PATH directory that holds a
 // go command left out.
-func pathWithoutGo(t *testing.T) []string {
+func pathWithoutGo(t testing.TB) []string {
 	t.Helper()
 	var keep []string
 	for _, d := range filepath.SplitList(os.Getenv("PATH")) {

@@ -157,7 +157,7 @@ func runActIn(act, dir string, env []string, args ...string) (string, error) {
 
 // copyTree copies the files git knows of (tracked, or untracked and not
 // ignored) from root to dst.
-func copyTree(t *testing.T, root, dst string) {
+func copyTree(t testing.TB, root, dst string) {
 	t.Helper()
 	ls := exec.Command("git", "ls-files", "-co", "--exclude-standard", "-z")
 	ls.Dir = root
@@ -182,7 +182,7 @@ func copyTree(t *testing.T, root, dst string) {
 	}
 }
 
-func write(t *testing.T, path, text string) {
+func write(t testing.TB, path, text string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
