@@ -57,25 +57,26 @@ download() {
 	fi
 }
 
-# release: sets bin to a verified release binary and returns 0, or sets why
-# and returns 1. Exits 1 when a downloaded binary is not the released one.
+# release: sets bin to a verified release binary, or why to the reason there
+# is none. Exits 1 when a downloaded binary is not the released one. (Called
+# as a plain command, never as a condition, so that set -e holds in it.)
 release() {
-	local sums="$ACTION_PATH/checksums.txt" origin goarch arch version src asset want base url dir got tmp
+	local sums="$ACTION_PATH/checksums.txt" origin goarch arch version src asset want base url dir file got tmp
 	if [ "${RUNNER_OS:-}" != Linux ]; then
 		why="releases hold linux binaries, and this runner is ${RUNNER_OS:-of an unknown OS}"
-		return 1
+		return
 	fi
 	case "${RUNNER_ARCH:-}" in
 	X64) goarch=amd64 arch=x64 ;;
 	ARM64) goarch=arm64 arch=arm64 ;;
 	*)
 		why="releases hold X64 and ARM64 binaries, and this runner is ${RUNNER_ARCH:-of an unknown arch}"
-		return 1
+		return
 		;;
 	esac
 	if [ ! -f "$sums" ]; then
 		why="the action's tree has no checksums.txt: this source was never released"
-		return 1
+		return
 	fi
 	version=$(sed -n 's/^# npu-serve-smoke \(v[0-9][0-9A-Za-z.-]*\): .*/\1/p' "$sums" | head -n1)
 	src=$(sed -n 's/^# source \([0-9a-f]*\)$/\1/p' "$sums" | head -n1)
@@ -83,22 +84,23 @@ release() {
 	want=$(awk -v a="$asset" '$2 == a && length($1) == 64 && $1 !~ /[^0-9a-f]/ { print $1; exit }' "$sums")
 	if [ -z "$version" ] || [ -z "$want" ]; then
 		why="checksums.txt names no $asset"
-		return 1
+		return
 	fi
 	if [ "$(source_hash "$ACTION_PATH")" != "$src" ]; then
 		why="this source is not release $version's (a branch, a fork or a local checkout)"
-		return 1
+		return
 	fi
 
 	origin=${ACTION_REPOSITORY:+ of $ACTION_REPOSITORY@${ACTION_REF:-?}}
 	dir="${RUNNER_TOOL_CACHE:-$RUNNER_TEMP}/npu-serve-smoke/${version#v}/$arch"
-	bin="$dir/npu-serve-smoke"
-	if [ -f "$dir.complete" ] && [ -f "$bin" ]; then
-		if [ "$(file_sha256 "$bin")" = "$want" ]; then
+	file="$dir/npu-serve-smoke"
+	if [ -f "$dir.complete" ] && [ -f "$file" ]; then
+		if [ "$(file_sha256 "$file")" = "$want" ]; then
 			echo "npu-serve-smoke: release $version$origin for $arch, cached and verified (SHA-256 $want)"
-			return 0
+			bin=$file
+			return
 		fi
-		echo "::warning title=npu serve smoke::the cached $bin does not match checksums.txt; downloading it again"
+		echo "::warning title=npu serve smoke::the cached $file does not match checksums.txt; downloading it again"
 	fi
 	rm -f "$dir.complete"
 
@@ -108,7 +110,7 @@ release() {
 		base="${GITHUB_SERVER_URL:-https://github.com}/$ACTION_REPOSITORY/releases/download"
 	else
 		why="the action's repository is not known here (uses: ./), so there is nothing to download"
-		return 1
+		return
 	fi
 	url="$base/$version/$asset"
 	mkdir -p "$dir"
@@ -116,7 +118,7 @@ release() {
 	if ! download "$url" "$tmp"; then
 		rm -f "$tmp"
 		why="downloading $url failed"
-		return 1
+		return
 	fi
 	got=$(file_sha256 "$tmp")
 	if [ "$got" != "$want" ]; then
@@ -125,9 +127,10 @@ release() {
 		exit 1
 	fi
 	chmod 755 "$tmp"
-	mv -f "$tmp" "$bin"
+	mv -f "$tmp" "$file"
 	: >"$dir.complete"
 	echo "npu-serve-smoke: release $version$origin for $arch, downloaded from $url and verified (SHA-256 $want)"
+	bin=$file
 }
 
 # build: the gate built from the action's source, cached by a hash of the
@@ -153,15 +156,15 @@ build() {
 }
 
 main() {
-	local bin why=""
-	if release; then
-		:
-	elif command -v go >/dev/null; then
+	local bin="" why=""
+	release
+	if [ -z "$bin" ]; then
+		if ! command -v go >/dev/null; then
+			error "No release binary for this runner: $why. And Go is not installed to build one from the action's source. Either install Go 1.26 on the runner (or add actions/setup-go before this step), or use a released tag of the action (uses: OWNER/npu-serve-smoke@vX.Y.Z on Linux X64 or ARM64)."
+			exit 2
+		fi
 		echo "npu-serve-smoke: no release binary ($why); building from the action's source${ACTION_REF:+ at $ACTION_REF}"
 		build
-	else
-		error "No release binary for this runner: $why. And Go is not installed to build one from the action's source. Either install Go 1.26 on the runner (or add actions/setup-go before this step), or use a released tag of the action (uses: OWNER/npu-serve-smoke@vX.Y.Z on Linux X64 or ARM64)."
-		exit 2
 	fi
 	echo "bin=$bin" >>"$GITHUB_OUTPUT"
 }

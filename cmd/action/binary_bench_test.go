@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -33,21 +34,10 @@ func BenchmarkGateBinary(b *testing.B) {
 	noGo := pathWithoutGo(b)
 
 	step := func(b *testing.B, tree, cache string, env []string) {
-		out := filepath.Join(b.TempDir(), "output")
-		cmd := exec.Command("bash", filepath.Join(tree, "gate-binary.sh"))
-		cmd.Env = append(env,
-			"ACTION_PATH="+tree, "ACTION_REPOSITORY=acme/npu-serve-smoke", "ACTION_REF="+r.version,
-			"RUNNER_OS=Linux", "RUNNER_ARCH="+map[string]string{"x64": "X64", "arm64": "ARM64"}[r.arch],
-			"RUNNER_TOOL_CACHE="+cache, "RUNNER_TEMP="+b.TempDir(), "GITHUB_OUTPUT="+out,
-			"NPU_SERVE_SMOKE_DOWNLOAD_URL="+srv.URL+"/acme/npu-serve-smoke/releases/download")
-		if o, err := cmd.CombinedOutput(); err != nil {
+		bin, o, err := runGateBinary(b, r, tree, cache, srv.URL, env)
+		if err != nil {
 			b.Fatalf("gate-binary.sh: %v\n%s", err, o)
 		}
-		o, err := os.ReadFile(out)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bin := strings.TrimSpace(strings.TrimPrefix(string(o), "bin="))
 		if o, err := exec.Command(bin, "help").CombinedOutput(); err != nil {
 			b.Fatalf("%s help: %v\n%s", bin, err, o)
 		}
@@ -76,4 +66,69 @@ func BenchmarkGateBinary(b *testing.B) {
 			step(b, r.branch, b.TempDir(), append(os.Environ(), "GOCACHE="+b.TempDir()))
 		}
 	})
+}
+
+// runGateBinary runs gate-binary.sh of tree as the action's first
+// step runs it, on a runner of this machine's arch, with the release
+// download URL on the fake at url. It returns the binary it gives and what
+// it said.
+func runGateBinary(t testing.TB, r released, tree, cache, url string, env []string) (string, string, error) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "output")
+	cmd := exec.Command("bash", filepath.Join(tree, "gate-binary.sh"))
+	cmd.Env = append(env,
+		"ACTION_PATH="+tree, "ACTION_REPOSITORY=acme/npu-serve-smoke", "ACTION_REF="+r.version,
+		"RUNNER_OS=Linux", "RUNNER_ARCH="+map[string]string{"x64": "X64", "arm64": "ARM64"}[r.arch],
+		"RUNNER_TOOL_CACHE="+cache, "RUNNER_TEMP="+t.TempDir(), "GITHUB_OUTPUT="+out,
+		"NPU_SERVE_SMOKE_DOWNLOAD_URL="+url+"/acme/npu-serve-smoke/releases/download")
+	o, err := cmd.CombinedOutput()
+	b, _ := os.ReadFile(out)
+	return strings.TrimSpace(strings.TrimPrefix(string(b), "bin=")), string(o), err
+}
+
+// A runner with wget and shasum, and neither curl nor sha256sum (nor Go):
+// the same download, verified the same way; a swapped asset refused.
+func TestGateBinaryWgetShasum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a release build")
+	}
+	bin := t.TempDir()
+	for _, tool := range []string{"bash", "find", "sort", "xargs", "cut", "sed", "awk", "head", "mktemp", "mkdir", "rm", "chmod", "mv", "cat", "wget", "shasum", "perl"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("no %s: %v", tool, err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"PATH=" + bin, "HOME=" + t.TempDir()}
+	r := newReleased(t, t.TempDir())
+	rel := &fakeReleases{assets: map[string][]byte{}, hits: map[string]int{}}
+	path := "/acme/npu-serve-smoke/releases/download/" + r.version + "/" + r.asset
+	rel.set(path, r.good)
+	srv := httptest.NewServer(rel)
+	defer srv.Close()
+
+	cache := t.TempDir()
+	got, o, err := runGateBinary(t, r, r.tree, cache, srv.URL, env)
+	want := filepath.Join(cache, "npu-serve-smoke", "9.9.9", r.arch, "npu-serve-smoke")
+	if err != nil || got != want || !strings.Contains(o, "downloaded from "+srv.URL+path+" and verified") {
+		t.Fatalf("gate-binary.sh with wget and shasum = %q, %v, want %s:\n%s", got, err, want, o)
+	}
+	if b, err := os.ReadFile(got); err != nil || !bytes.Equal(b, r.good) {
+		t.Errorf("the cached binary is not the release's: %v", err)
+	}
+
+	bad := bytes.Clone(r.good)
+	bad[0] ^= 1
+	rel.set(path, bad)
+	cache = t.TempDir()
+	got, o, err = runGateBinary(t, r, r.tree, cache, srv.URL, env)
+	if err == nil || got != "" || !strings.Contains(o, "The download is refused") {
+		t.Errorf("gate-binary.sh on a swapped asset = %q, %v, want refused:\n%s", got, err, o)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "npu-serve-smoke", "9.9.9", r.arch+".complete")); err == nil {
+		t.Errorf("a refused download left a .complete marker")
+	}
 }
