@@ -80,7 +80,9 @@ func TestActionReleaseBinaryUnderAct(t *testing.T) {
 	defer gh.Close()
 
 	// The workspace: the workflow alone. The gate runs twice, cold and warm;
-	// the serve is the simulated one, run from the asset file itself.
+	// the serve is the simulated one, run from the asset file itself. What
+	// is under test is which binary runs, not the rate: the limits are low
+	// enough for a loaded machine.
 	ws := filepath.Join(dir, "ws")
 	out := filepath.Join(dir, "out")
 	step := func(id string) string {
@@ -91,6 +93,8 @@ func TestActionReleaseBinaryUnderAct(t *testing.T) {
           model: sim-0.6B
           replies: 1
           max-tokens: 4
+          floor: 1
+          first-token-ms: 60000
           comment: never
           out: ` + filepath.Join(out, id) + `
 `
