@@ -1,6 +1,7 @@
 // Package fakegithub is a fake of the parts of GitHub's REST API the gate
-// uses: check runs, issue comments (with pagination), pull requests and the
-// authenticated user. It checks what a real client sends the way GitHub does
+// uses: check runs, issue comments (with pagination), pull requests, the
+// authenticated user, and workflow runs with their artifacts (zip downloads
+// behind a redirect). It checks what a real client sends the way GitHub does
 // (authentication, required fields, length limits), acts as the identity a
 // token has (an app installation's bot or a user, as the author of its
 // comments and the app of its check runs), answers in GitHub's shapes, can be
@@ -76,14 +77,16 @@ type Call struct {
 
 // Server is the fake API. Make one with New.
 type Server struct {
-	mu       sync.Mutex
-	tokens   map[string]Identity
-	nextID   int64
-	checks   map[int64]map[string]any
-	comments map[int][]*Comment
-	pulls    map[int]string // number: head sha
-	faults   []*Fault
-	calls    []Call
+	mu        sync.Mutex
+	tokens    map[string]Identity
+	nextID    int64
+	checks    map[int64]map[string]any
+	comments  map[int][]*Comment
+	pulls     map[int]string // number: head sha
+	runs      []*WorkflowRun
+	artifacts []*Artifact
+	faults    []*Fault
+	calls     []Call
 }
 
 // New returns a fake that accepts token as a workflow's GITHUB_TOKEN (the
@@ -212,6 +215,10 @@ const userPath = "/user"
 
 // ServeHTTP answers as GitHub would.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, BlobPath) {
+		s.serveBlob(w, r)
+		return
+	}
 	path := prefix.ReplaceAllString(r.URL.Path, "/repos/")
 	if strings.HasSuffix(r.URL.Path, userPath) && !strings.Contains(r.URL.Path, "/repos/") {
 		path = userPath
@@ -326,6 +333,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.answer(w, r, path, body, http.StatusOK, nil, map[string]any{"number": n, "head": map[string]any{"sha": sha}})
+	case s.serveActions(w, r, path):
 	default:
 		s.answer(w, r, path, body, http.StatusNotFound, nil, msg("Not Found"))
 	}
