@@ -28,6 +28,9 @@ const usage = `usage:
   npu-serve-smoke demo [--route fast|slow] [--out DIR]
                                         the gate against the built-in simulated serve
   npu-serve-smoke publish DIR [flags]   post a finished run to GitHub (a workflow_run job, for fork PRs)
+  npu-serve-smoke report --matrix JSON [flags] DIR...
+                                        merge a job matrix's runs (each DIR an artifact) into one
+                                        table, one sticky comment and one check run
 
 Run 'npu-serve-smoke run -h' for the gate's flags.
 Exit status: 0 PASS, 1 FAIL, 2 bad input (nothing was started).
@@ -66,6 +69,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return e.demo(ctx, args[1:])
 	case "publish":
 		return e.publishRun(ctx, args[1:])
+	case "report":
+		return e.reportRuns(ctx, args[1:])
 	case "fakellm": // the simulated serve, started by demo
 		return fakellm.Command(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":

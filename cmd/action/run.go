@@ -63,6 +63,9 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 		}
 		return exitUsage
 	}
+	if code, ok := e.historyBaseline(ctx, plan, a); !ok {
+		return code
+	}
 	if err := serve.BecomeSubreaper(); err != nil {
 		e.stderr.Printf("npu-serve-smoke: warning: cannot become a child subreaper (%v); detached helpers of the serve may escape the sweep", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
@@ -40,7 +41,7 @@ type Config struct {
 	Thinking        string
 	ThinkingControl string
 	RateSource      string
-	Baseline        string  // an earlier run's result.json
+	Baseline        string  // an earlier run's result.json, or github:PATTERN (resolved by the command)
 	MaxRegression   float64 // percent the median rate may fall, or the first token rise, against it
 	RequestTimeout  time.Duration
 	Out             string // "" for a fresh directory
@@ -177,7 +178,9 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if err := c.CheckLimits(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Baseline != "" {
+	if _, fromGitHub, err := history.Spec(c.Baseline); err != nil {
+		errs = append(errs, err)
+	} else if c.Baseline != "" && !fromGitHub {
 		if p.Baseline, err = LoadBaseline(c.Baseline, c.Limits()); err != nil {
 			errs = append(errs, err)
 		}

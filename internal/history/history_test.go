@@ -230,7 +230,7 @@ func TestArtifactName(t *testing.T) {
 	for in, want := range map[string]string{
 		"npu serve smoke (Qwen3-0.6B, npu)":            "npu-serve-smoke-Qwen3-0.6B-npu",
 		"npu serve smoke (Qwen3-0.6B, npu, llama.cpp)": "npu-serve-smoke-Qwen3-0.6B-npu-llama.cpp",
-		"a/b:c\"d":                                     "a-b-c-d",
+		"a/b:c\"d": "a-b-c-d",
 	} {
 		if got := ArtifactName(in); got != want {
 			t.Errorf("ArtifactName(%q) = %q, want %q", in, got, want)

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-githubactions"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fleet"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
+)
+
+// reportRuns merges the runs of a job matrix: a row per expected job,
+// re-judged from its artifact directory with the limits given here, one
+// summary, one sticky comment and one check run, the release branch's
+// required status check.
+func (e *env) reportRuns(ctx context.Context, args []string) int {
+	started := time.Now()
+	fs := e.flagSet("report")
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: npu-serve-smoke report --matrix JSON | --expect model=M,device=D... [flags] DIR...\n\n"+
+			"Merges the out/ artifacts of a job matrix (each DIR named as its artifact) into one verdict.\n\n")
+		fs.PrintDefaults()
+	}
+	d := config.Default()
+	matrix := fs.String("matrix", "", "the jobs' matrix as strategy.matrix takes it (JSON): every job is an expected row")
+	var expect []string
+	fs.Func("expect", "an expected job, model=M,device=D[,preset=P][,floor=F][,first-token-ms=T] (repeatable)", func(s string) error { expect = append(expect, s); return nil })
+	fs.StringVar(&d.CheckName, "check-name", d.CheckName, "the merged check run's name; job J's is 'NAME (MODEL, DEVICE[, PRESET])'")
+	fs.Float64Var(&d.Floor, "floor", d.Floor, "median decode rate floor, tok/s (a job's matrix value floor wins)")
+	fs.Float64Var(&d.FirstTokenMS, "first-token-ms", d.FirstTokenMS, "median first-token limit, ms (a job's matrix value first-token-ms wins)")
+	fs.StringVar(&d.RateSource, "rate-source", d.RateSource, "client or server")
+	fs.Var(&patterns{list: &d.FastRoute}, "fast-route", "RE2 pattern naming the fast route (repeatable; default: the job's preset's, else the gate's)")
+	fs.Var(&patterns{list: &d.SlowRoute}, "slow-route", "RE2 pattern naming the slow route (repeatable)")
+	fs.StringVar(&d.Baseline, "baseline", "", "github:PATTERN: each job against its artifact in the latest successful run of this workflow on a branch or tag matching PATTERN")
+	fs.Float64Var(&d.MaxRegression, "max-regression", d.MaxRegression, "percent the median rate may fall, or the first token rise, against the baseline")
+	releases := fs.Int("history", 0, "with --baseline: chart the median rates of the last N releases (N runs' artifacts are downloaded)")
+	summary := fs.String("summary", "", "also write the merged Markdown to this file")
+	fs.StringVar(&d.Comment, "comment", d.Comment, "on-pr or never")
+	fs.IntVar(&d.PRNumber, "pr-number", 0, "a pull request to comment on when the event is not one")
+	token := fs.String("github-token", e.getenv("GITHUB_TOKEN"), "token (default: $GITHUB_TOKEN; never printed)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	dirs := fs.Args()
+
+	var problems []string
+	jobs, err := expected(*matrix, expect)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	d.FastRoute, d.SlowRoute = nonEmpty(d.FastRoute, config.DefaultFastRoute()), nonEmpty(d.SlowRoute, config.DefaultSlowRoute())
+	if err := d.CheckLimits(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	pattern, fromGitHub, err := history.Spec(d.Baseline)
+	switch {
+	case err != nil:
+		problems = append(problems, err.Error())
+	case d.Baseline != "" && !fromGitHub:
+		problems = append(problems, fmt.Sprintf("--baseline %s: report takes github:PATTERN (each job has its own baseline); pass e.g. github:release/**", d.Baseline))
+	}
+	if *releases < 0 || *releases > 20 || *releases > 0 && !fromGitHub {
+		problems = append(problems, fmt.Sprintf("--history %d: pass 0 to 20, with --baseline github:PATTERN", *releases))
+	}
+	if d.Comment != "on-pr" && d.Comment != "never" {
+		problems = append(problems, fmt.Sprintf("--comment %q: pass on-pr or never", d.Comment))
+	}
+	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			problems = append(problems, fmt.Sprintf("%s is not a directory; pass the downloaded artifacts' directories (download-artifact puts each in PATH/NAME)", dir))
+		}
+	}
+	inActions := e.getenv("GITHUB_ACTIONS") == "true"
+	if fromGitHub && !inActions {
+		problems = append(problems, "--baseline github: reads this workflow's history, so it runs inside GitHub Actions only")
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke report: bad input:\n%s\n", indent(strings.Join(problems, "\n")))
+		return exitUsage
+	}
+
+	lim := fleet.Limits{Judge: d.Limits(), FastRoute: d.FastRoute, SlowRoute: d.SlowRoute,
+		RoutesSet: setFlags(fs)("fast-route") || setFlags(fs)("slow-route")}
+	var m *fleet.Merged
+	var hist *fleet.History
+	if !inActions {
+		m = fleet.Merge(d.CheckName, jobs, dirs, lim, nil)
+		return e.reportDone(m, hist, *summary, nil)
+	}
+
+	a := newAction(e.getenv, e.stdout)
+	if *token != "" {
+		a.AddMask(*token)
+	}
+	gc, pub := e.publisher(a, *token, d.CheckName, d.Comment == "on-pr", d.PRNumber)
+	baselines := map[string]fleet.Baseline{}
+	if fromGitHub {
+		src, err := e.historySource(gc, *token, pattern)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "npu-serve-smoke report: bad input: %v\n", err)
+			return exitUsage
+		}
+		baselines, hist, err = e.baselines(ctx, src, d.CheckName, jobs, lim, *releases)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "npu-serve-smoke report: %v\n", err)
+			return exitUsage
+		}
+		for _, b := range baselines {
+			if b.Note != "" {
+				a.Noticef("no baseline: %s; that job is judged without the baseline assertion", b.Note)
+			}
+		}
+	}
+	m = fleet.Merge(d.CheckName, jobs, dirs, lim, baselines)
+	if gc != nil {
+		m.RunURL = gc.RunURL()
+	}
+	md := m.Markdown(publish.CommentLimit-200, hist)
+	if pub != nil {
+		pctx, cancel := publish.Timeout(ctx)
+		pub.Post(pctx, publish.Outcome{Pass: m.Pass(), Title: m.Title(), Summary: md, Started: started, Finished: time.Now()})
+		cancel()
+	}
+	if e.getenv("GITHUB_STEP_SUMMARY") != "" {
+		a.AddStepSummary(md)
+	}
+	if e.getenv("GITHUB_OUTPUT") != "" {
+		pass, fail, missing := m.Count()
+		a.SetOutput("result", map[bool]string{true: "pass", false: "fail"}[m.Pass()])
+		a.SetOutput("passed", fmt.Sprint(pass))
+		a.SetOutput("failed", fmt.Sprint(fail))
+		a.SetOutput("missing", fmt.Sprint(missing))
+	}
+	for _, r := range m.Rows {
+		if r.State != fleet.Pass {
+			a.WithFieldsMap(map[string]string{"title": r.CheckName}).Errorf("%s", strings.Join(r.Why, "; "))
+		}
+	}
+	return e.reportDone(m, hist, *summary, a)
+}
+
+// reportDone prints the rows, writes --summary, and gives the exit code.
+func (e *env) reportDone(m *fleet.Merged, hist *fleet.History, summary string, a *githubactions.Action) int {
+	resume := func() {}
+	if a != nil {
+		// The rows quote the jobs' evidence: no workflow command in it.
+		resume = publish.StopCommands(a)
+	}
+	m.Console(e.stdout)
+	resume()
+	if summary != "" {
+		if err := os.WriteFile(summary, []byte(m.Markdown(publish.StepSummaryLimit, hist)), 0o644); err != nil {
+			fmt.Fprintf(e.stderr, "npu-serve-smoke report: --summary: %v\n", err)
+		}
+	}
+	if bad := m.BadInput(); len(bad) > 0 {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke report: bad input:\n%s\n", indent(strings.Join(bad, "\n")))
+		return exitUsage
+	}
+	if m.Pass() {
+		return exitPass
+	}
+	return exitFail
+}
+
+// expected is the jobs of --matrix and --expect.
+func expected(matrix string, expect []string) ([]fleet.Job, error) {
+	var jobs []fleet.Job
+	var errs []error
+	if matrix != "" {
+		js, err := fleet.ParseMatrix(matrix)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--matrix: %v", err))
+		}
+		jobs = append(jobs, js...)
+	}
+	for _, s := range expect {
+		j, err := fleet.ParseExpect(s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		jobs = append(jobs, j)
+	}
+	if matrix == "" && len(expect) == 0 {
+		errs = append(errs, errors.New("no expected job: pass --matrix (the jobs' matrix) or --expect, so that a job that never uploaded is a failed row, not a silent absence"))
+	}
+	return jobs, errors.Join(errs...)
+}
+
+func nonEmpty(xs, or []string) []string {
+	if len(xs) == 0 {
+		return or
+	}
+	return xs
+}
+
+// historySource is this workflow's history in this repository.
+func (e *env) historySource(gc *publish.Context, token, pattern string) (*history.Source, error) {
+	if gc == nil {
+		return nil, errors.New("--baseline github: needs the GitHub context (GITHUB_REPOSITORY)")
+	}
+	if token == "" {
+		return nil, errors.New("--baseline github: needs a token with actions: read; pass --github-token or set GITHUB_TOKEN")
+	}
+	wf, err := history.WorkflowFile(e.getenv("GITHUB_WORKFLOW_REF"))
+	if err != nil {
+		return nil, err
+	}
+	client, err := publish.NewClient(gc, token, publish.DefaultRetry(), nil)
+	if err != nil {
+		return nil, err
+	}
+	var this int64
+	fmt.Sscan(gc.RunID, &this)
+	return &history.Source{Client: client, Owner: gc.Owner, Repo: gc.Repo, Workflow: wf, Pattern: pattern, ThisRun: this}, nil
+}
+
+// baselines finds each job's artifact in the latest successful run on the
+// pattern, and with releases > 0 the medians of that many earlier runs.
+// Only a failure to read GitHub at all is an error; a run or an artifact
+// that is not there is a row's note.
+func (e *env) baselines(ctx context.Context, src *history.Source, base string, jobs []fleet.Job, lim fleet.Limits, releases int) (map[string]fleet.Baseline, *fleet.History, error) {
+	out := map[string]fleet.Baseline{}
+	tmp, err := os.MkdirTemp(e.getenv("RUNNER_TEMP"), "npu-serve-smoke-baselines-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	runs, err := src.Runs(ctx, max(1, releases))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(runs) == 0 {
+		for _, j := range jobs {
+			out[j.CheckName(base)] = fleet.Baseline{Note: fmt.Sprintf("no successful run of %s on %s", src.Workflow, src.Pattern)}
+		}
+		return out, nil, nil
+	}
+	var bad []string
+	for _, j := range jobs {
+		name := j.CheckName(base)
+		res, err := src.Result(ctx, runs[0], j.Artifact(base), tmp, history.Want{CheckName: name})
+		var nf *history.NotFound
+		var bi *history.BadInput
+		switch {
+		case errors.As(err, &nf):
+			out[name] = fleet.Baseline{Note: nf.Why}
+		case errors.As(err, &bi):
+			bad = append(bad, bi.Why)
+		case err != nil:
+			return nil, nil, err
+		default:
+			out[name] = fleet.Baseline{Result: res, From: runs[0].URL}
+		}
+	}
+	if len(bad) > 0 {
+		return nil, nil, fmt.Errorf("bad input:\n%s", indent(strings.Join(bad, "\n")))
+	}
+	if releases == 0 {
+		return out, nil, nil
+	}
+	hist := &fleet.History{Medians: map[string][]float64{}}
+	for i := len(runs) - 1; i >= 0; i-- {
+		hist.Releases = append(hist.Releases, runs[i].Branch)
+		for _, j := range jobs {
+			name := j.CheckName(base)
+			v := math.NaN()
+			res, err := out[name].Result, error(nil)
+			if i > 0 || res == nil {
+				res, err = src.Result(ctx, runs[i], j.Artifact(base), tmp, history.Want{CheckName: name})
+			}
+			if err == nil && res != nil {
+				jl, _, _ := lim.For(j)
+				if b, err := history.Baseline(res, "", jl); err == nil {
+					v = b.Rate
+				}
+			}
+			hist.Medians[name] = append(hist.Medians[name], v)
+		}
+	}
+	return out, hist, nil
+}

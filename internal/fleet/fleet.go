@@ -1,0 +1,260 @@
+package fleet
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+)
+
+// Row states.
+const (
+	Pass    = "pass"
+	Fail    = "fail"
+	Missing = "missing"
+)
+
+// Limits are the merge's own limits, from its flags. A job's matrix values
+// floor and first-token-ms replace the figures, and its preset the route
+// patterns unless the flags gave them.
+type Limits struct {
+	Judge     judge.Limits
+	FastRoute []string
+	SlowRoute []string
+	RoutesSet bool // the route patterns came from flags
+}
+
+// For is the limits of one job.
+func (l Limits) For(j Job) (judge.Limits, []string, []string) {
+	jl, fast, slow := l.Judge, l.FastRoute, l.SlowRoute
+	if v, err := strconv.ParseFloat(j[KeyFloor], 64); err == nil {
+		jl.Floor = v
+	}
+	if v, err := strconv.ParseFloat(j[KeyFirstTokenMS], 64); err == nil {
+		jl.FirstTokenMS = v
+	}
+	if p, ok := config.Presets[j.Preset()]; ok && !l.RoutesSet {
+		fast, slow = p.FastRoute, p.SlowRoute
+	}
+	return jl, fast, slow
+}
+
+// Baseline is the earlier run a row is compared with, or why it has none.
+type Baseline struct {
+	Result *report.Result // nil: none
+	From   string         // where it came from, e.g. the run's link
+	Note   string         // why there is none ("" when none was asked for)
+}
+
+// Row is one expected job, judged.
+type Row struct {
+	Job       Job
+	CheckName string
+	Artifact  string
+	State     string   // Pass, Fail or Missing
+	Why       []string // what failed, or why the row is missing
+	Result    *report.Result
+	Baseline  *judge.Baseline // the earlier run's medians, judged as this row
+	Note      string          // why there is no baseline, when one was asked for
+	BadInput  string          // the baseline cannot be one (another model): exit 2
+}
+
+// Median figures of the row's replies, ok false when there are none.
+func (r *Row) Rate() (float64, bool) {
+	if r.Result == nil {
+		return 0, false
+	}
+	return r.Result.Median(r.Result.Rate)
+}
+
+// FirstToken is the row's median first token.
+func (r *Row) FirstToken() (float64, bool) {
+	if r.Result == nil {
+		return 0, false
+	}
+	return r.Result.Median((*measure.Reply).FirstTokenMS)
+}
+
+// Merged is the fleet's verdict.
+type Merged struct {
+	Base       string // the check name the jobs' names start with
+	Rows       []Row
+	Unexpected []string // directories no job of the matrix names
+	RunURL     string   // the merging run's link, from its own context
+}
+
+// BadInput is every row's baseline that cannot be one.
+func (m *Merged) BadInput() []string {
+	var out []string
+	for _, r := range m.Rows {
+		if r.BadInput != "" {
+			out = append(out, r.BadInput)
+		}
+	}
+	return out
+}
+
+// Pass reports whether every expected job passed.
+func (m *Merged) Pass() bool {
+	for _, r := range m.Rows {
+		if r.State != Pass {
+			return false
+		}
+	}
+	return len(m.Rows) > 0
+}
+
+// Count is how many rows are in each state.
+func (m *Merged) Count() (pass, fail, missing int) {
+	for _, r := range m.Rows {
+		switch r.State {
+		case Pass:
+			pass++
+		case Missing:
+			missing++
+		default:
+			fail++
+		}
+	}
+	return pass, fail, missing
+}
+
+// Merge judges each job of jobs from the directory named by its artifact
+// among dirs, with the limits l and the baselines by check name. A job with
+// no directory is Missing; a directory no job names is listed, not judged.
+func Merge(base string, jobs []Job, dirs []string, l Limits, baselines map[string]Baseline) *Merged {
+	byName := map[string]string{}
+	for _, d := range dirs {
+		byName[filepath.Base(filepath.Clean(d))] = d
+	}
+	m := &Merged{Base: base}
+	for _, j := range jobs {
+		row := Row{Job: j, CheckName: j.CheckName(base), Artifact: j.Artifact(base)}
+		bl := baselines[row.CheckName]
+		row.Note = bl.Note
+		dir, ok := byName[row.Artifact]
+		delete(byName, row.Artifact)
+		if !ok {
+			row.State = Missing
+			row.Why = []string{fmt.Sprintf("no artifact %s: the job did not run to its upload (see its log), or uploaded under another name", row.Artifact)}
+			m.Rows = append(m.Rows, row)
+			continue
+		}
+		jl, fast, slow := l.For(j)
+		row.Baseline, row.BadInput = baselineOf(bl, dir, jl)
+		res, err := Rejudge(dir, jl, fast, slow, row.Baseline)
+		row.Result = res
+		switch {
+		case row.BadInput != "":
+			row.State, row.Why = Fail, []string{row.BadInput}
+		case err != nil:
+			row.State, row.Why = Fail, []string{err.Error()}
+		case res.Run.CheckName != row.CheckName:
+			row.State = Fail
+			row.Why = []string{fmt.Sprintf("the artifact %s holds a run of check %q, not %q; give the job check-name %q", row.Artifact, res.Run.CheckName, row.CheckName, row.CheckName)}
+		case res.Verdict == report.Cancelled:
+			row.State, row.Why = Fail, []string{"the run was cancelled"}
+		case !res.Pass():
+			row.State = Fail
+			for _, a := range res.Assertions {
+				if !a.OK {
+					row.Why = append(row.Why, a.Name+": "+a.Detail)
+				}
+			}
+		default:
+			row.State = Pass
+		}
+		m.Rows = append(m.Rows, row)
+	}
+	for _, d := range dirs {
+		if _, left := byName[filepath.Base(filepath.Clean(d))]; left {
+			m.Unexpected = append(m.Unexpected, d)
+		}
+	}
+	return m
+}
+
+// baselineOf is the earlier run's medians as the row's limits judge them,
+// once it is known to be a run of the same model as the one in dir.
+func baselineOf(bl Baseline, dir string, l judge.Limits) (*judge.Baseline, string) {
+	if bl.Result == nil {
+		return nil, ""
+	}
+	now, err := report.Read(dir)
+	if err == nil && now.Run.Model != bl.Result.Run.Model {
+		return nil, fmt.Sprintf("the baseline %s is a run of model %q, this job's of %q; a baseline must be a run of the same job", bl.From, bl.Result.Run.Model, now.Run.Model)
+	}
+	b, err := history.Baseline(bl.Result, bl.From, l)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return b, ""
+}
+
+// Rejudge judges a finished run's directory from its evidence alone (the
+// serve log and the reply files) with the limits and route patterns given:
+// the run's own verdict, limits and route are not believed. A run that was
+// cancelled stays cancelled.
+func Rejudge(dir string, l judge.Limits, fast, slow []string, b *judge.Baseline) (*report.Result, error) {
+	res, err := report.Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := judge.NewRouteMatcher(fast, slow)
+	if err != nil {
+		return nil, err
+	}
+	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, report.LogFile), err)
+	}
+	cancelled := res.Verdict == report.Cancelled
+	res.Limits, res.Route, res.Baseline = l, scan.Route, b
+	res.Judged(judge.Judge(res.Input()))
+	if cancelled {
+		res.Verdict = report.Cancelled
+	}
+	return res, nil
+}
+
+// RouteName is a row's route: fast, slow, both or neither.
+func RouteName(ev judge.Evidence) string {
+	switch {
+	case ev.Fast != nil && ev.Slow != nil:
+		return "both"
+	case ev.Slow != nil:
+		return "slow"
+	case ev.Fast != nil:
+		return "fast"
+	}
+	return "neither"
+}
+
+// Title is the merged check run's title.
+func (m *Merged) Title() string {
+	pass, fail, missing := m.Count()
+	word := "FAIL"
+	if m.Pass() {
+		word = "PASS"
+	}
+	t := fmt.Sprintf("%s: %d of %d jobs passed", word, pass, len(m.Rows))
+	var bad []string
+	if fail > 0 {
+		bad = append(bad, fmt.Sprintf("%d failed", fail))
+	}
+	if missing > 0 {
+		bad = append(bad, fmt.Sprintf("%d missing", missing))
+	}
+	if len(bad) > 0 {
+		t += " (" + strings.Join(bad, ", ") + ")"
+	}
+	return t
+}

@@ -1,0 +1,124 @@
+package fleet
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+)
+
+// Console writes a line per row, then the verdict:
+//
+//	Qwen3-0.6B  npu   ok    median 84.4 tok/s (floor 60.0), first token 277 ms, route fast
+//	RESULT: FAIL (4 of 6 jobs passed; 1 failed, 1 missing)
+func (m *Merged) Console(w io.Writer) {
+	mw, dw := len("model"), len("device")
+	for _, r := range m.Rows {
+		mw, dw = max(mw, len(r.Job.Model())), max(dw, len(r.Job.Device()))
+	}
+	for _, r := range m.Rows {
+		status := map[string]string{Pass: "ok", Fail: "FAIL", Missing: "MISS"}[r.State]
+		detail := figures(&r)
+		if len(r.Why) > 0 {
+			detail = strings.Join(r.Why, "; ")
+		}
+		fmt.Fprintf(w, "%-*s  %-*s  %-4s  %s\n", mw, report.ConsoleText(r.Job.Model()), dw, report.ConsoleText(r.Job.Device()), status, report.ConsoleText(detail))
+	}
+	for _, d := range m.Unexpected {
+		fmt.Fprintf(w, "not in the matrix, not judged: %s\n", report.ConsoleText(d))
+	}
+	fmt.Fprintf(w, "RESULT: %s\n", m.Title())
+}
+
+func figures(r *Row) string {
+	var parts []string
+	if v, ok := r.Rate(); ok {
+		parts = append(parts, fmt.Sprintf("median %.1f tok/s (floor %.1f)", v, r.Result.Limits.Floor))
+	}
+	if v, ok := r.FirstToken(); ok {
+		parts = append(parts, fmt.Sprintf("first token %.0f ms", v))
+	}
+	if r.Result != nil {
+		parts = append(parts, "route "+RouteName(r.Result.Route))
+	}
+	if c := change(r); c != "" {
+		parts = append(parts, "against the baseline "+c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// change is the row's median rate and first token against its baseline.
+func change(r *Row) string {
+	b := r.Baseline
+	rate, okR := r.Rate()
+	ft, okF := r.FirstToken()
+	if b == nil || !okR || !okF {
+		return ""
+	}
+	return fmt.Sprintf("%+.1f%% rate, %+.1f%% first token", (rate-b.Rate)/b.Rate*100, (ft-b.FirstTokenMS)/b.FirstTokenMS*100)
+}
+
+// Markdown is the merged report for the check run and the PR comment: one
+// table, a row per job, then what failed, at most limit bytes.
+func (m *Merged) Markdown(limit int, history *History) string {
+	var b strings.Builder
+	icon := "❌"
+	if m.Pass() {
+		icon = "✅"
+	}
+	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, report.Cell(m.Base, 100), m.Title())
+	b.WriteString("| model | device | verdict | median rate (floor) | first token (limit) | route | against the baseline |\n|---|---|---|---:|---:|---|---|\n")
+	for i := range m.Rows {
+		r := &m.Rows[i]
+		verdict := map[string]string{Pass: "✅ pass", Fail: "❌ FAIL", Missing: "❌ missing"}[r.State]
+		rate, first, route, base := "—", "—", "—", "—"
+		if v, ok := r.Rate(); ok {
+			rate = fmt.Sprintf("%.1f tok/s (%s)", v, num(r.Result.Limits.Floor))
+		}
+		if v, ok := r.FirstToken(); ok {
+			first = fmt.Sprintf("%.0f ms (%s)", v, num(r.Result.Limits.FirstTokenMS))
+		}
+		if r.Result != nil {
+			route = RouteName(r.Result.Route)
+		}
+		switch c := change(r); {
+		case c != "":
+			base = c
+		case r.Note != "":
+			base = "none: " + report.Cell(r.Note, 200)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", report.Cell(r.Job.Model(), 100), report.Cell(r.Job.Device(), 50), verdict, rate, first, route, base)
+	}
+	var why strings.Builder
+	for _, r := range m.Rows {
+		for _, w := range r.Why {
+			fmt.Fprintf(&why, "- **%s on %s**: %s\n", report.Cell(r.Job.Model(), 100), report.Cell(r.Job.Device(), 50), report.Cell(w, 600))
+		}
+	}
+	if why.Len() > 0 {
+		b.WriteString("\n" + why.String())
+	}
+	if len(m.Unexpected) > 0 {
+		b.WriteString("\nNot in the matrix, not judged: ")
+		var names []string
+		for _, d := range m.Unexpected {
+			names = append(names, report.Cell(d, 100))
+		}
+		b.WriteString(strings.Join(names, ", ") + "\n")
+	}
+	if m.RunURL != "" {
+		fmt.Fprintf(&b, "\nEach job's log, summary and artifact: [the workflow run](%s).\n", m.RunURL)
+	}
+	if history != nil {
+		b.WriteString(history.chart(m))
+	}
+	fmt.Fprintf(&b, "\n<sub>Each row is re-judged here from its job's evidence (serve log and replies) with the limits of this merge. Rates are the median decode rate, (tokens − 1) / (last − first chunk); a job whose out/ was not uploaded as its artifact is a missing row, never a pass.</sub>\n")
+	return report.Cut(b.String(), limit)
+}
+
+func num(v float64) string {
+	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
+}
