@@ -40,6 +40,7 @@ func TestScripts(t *testing.T) {
 			"listen":        scripttest.Listen,
 			"fakegithub":    fakeGitHub,
 			"githublog":     githubLog,
+			"githubrun":     githubRun,
 			"githubcomment": githubComment,
 			"githubcheck":   githubCheck,
 			"consolesafe":   consoleSafe,
