@@ -37,6 +37,7 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 	fs.Float64Var(&d.Floor, "floor", d.Floor, "median decode rate floor, tok/s (a job's matrix value floor wins)")
 	fs.Float64Var(&d.FirstTokenMS, "first-token-ms", d.FirstTokenMS, "median first-token limit, ms (a job's matrix value first-token-ms wins)")
 	fs.StringVar(&d.RateSource, "rate-source", d.RateSource, "client or server")
+	fs.StringVar(&d.Preset, "preset", "", "the jobs' serve preset, whose route patterns judge them (a job's matrix value preset wins): "+strings.Join(config.PresetNames(), ", "))
 	fs.Var(&patterns{list: &d.FastRoute}, "fast-route", "RE2 pattern naming the fast route (repeatable; default: the job's preset's, else the gate's)")
 	fs.Var(&patterns{list: &d.SlowRoute}, "slow-route", "RE2 pattern naming the slow route (repeatable)")
 	fs.StringVar(&d.Baseline, "baseline", "", "github:PATTERN: each job against its artifact in the latest successful run of this workflow on a branch or tag matching PATTERN")
@@ -56,7 +57,9 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
-	d.FastRoute, d.SlowRoute = nonEmpty(d.FastRoute, config.DefaultFastRoute()), nonEmpty(d.SlowRoute, config.DefaultSlowRoute())
+	if err := d.ApplyPreset(setFlags(fs)); err != nil {
+		problems = append(problems, err.Error())
+	}
 	if err := d.CheckLimits(); err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -195,13 +198,6 @@ func expected(matrix string, expect []string) ([]fleet.Job, error) {
 	return jobs, errors.Join(errs...)
 }
 
-func nonEmpty(xs, or []string) []string {
-	if len(xs) == 0 {
-		return or
-	}
-	return xs
-}
-
 // historySource is this workflow's history in this repository.
 func (e *env) historySource(gc *publish.Context, token, pattern string) (*history.Source, error) {
 	if gc == nil {
@@ -235,12 +231,17 @@ func (e *env) baselines(ctx context.Context, src *history.Source, base string, j
 	}
 	defer os.RemoveAll(tmp)
 	runs, err := src.Runs(ctx, max(1, releases))
-	if err != nil {
+	var nf *history.NotFound
+	switch {
+	case errors.As(err, &nf):
+	case err != nil:
 		return nil, nil, err
+	case len(runs) == 0:
+		nf = &history.NotFound{Why: fmt.Sprintf("no successful run of %s on %s", src.Workflow, src.Pattern)}
 	}
-	if len(runs) == 0 {
+	if nf != nil {
 		for _, j := range jobs {
-			out[j.CheckName(base)] = fleet.Baseline{Note: fmt.Sprintf("no successful run of %s on %s", src.Workflow, src.Pattern)}
+			out[j.CheckName(base)] = fleet.Baseline{Note: nf.Why}
 		}
 		return out, nil, nil
 	}
@@ -248,7 +249,6 @@ func (e *env) baselines(ctx context.Context, src *history.Source, base string, j
 	for _, j := range jobs {
 		name := j.CheckName(base)
 		res, err := src.Result(ctx, runs[0], j.Artifact(base), tmp, history.Want{CheckName: name})
-		var nf *history.NotFound
 		var bi *history.BadInput
 		switch {
 		case errors.As(err, &nf):

@@ -134,7 +134,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	p := r.URL.Path
 	record := func(status int) {
-		s.calls = append(s.calls, Call{Method: r.Method, Path: p, Status: status})
+		s.calls = append(s.calls, Call{Method: r.Method, Path: p, Status: status, Time: time.Now()})
 	}
 	id, err := strconv.ParseInt(strings.TrimPrefix(p, BlobPath), 10, 64)
 	a := s.artifact(id)

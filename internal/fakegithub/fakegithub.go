@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -73,6 +74,7 @@ type Call struct {
 	Query  string
 	Status int
 	Body   map[string]any
+	Time   time.Time // when it was answered
 }
 
 // Server is the fake API. Make one with New.
@@ -384,7 +386,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, path string, bod
 }
 
 func (s *Server) answerRaw(w http.ResponseWriter, r *http.Request, path string, body map[string]any, status int, header map[string]string, resp string) {
-	s.calls = append(s.calls, Call{Method: r.Method, Path: path, Query: r.URL.RawQuery, Status: status, Body: clone(body)})
+	s.calls = append(s.calls, Call{Method: r.Method, Path: path, Query: r.URL.RawQuery, Status: status, Body: clone(body), Time: time.Now()})
 	for k, v := range header {
 		w.Header().Set(k, v)
 	}

@@ -70,7 +70,7 @@ func TestParseMatrix(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	for _, tc := range []struct {
-		job            Job
+		job             Job
 		check, artifact string
 	}{
 		{Job{"model": "Qwen3-0.6B", "device": "npu"}, "npu serve smoke (Qwen3-0.6B, npu)", "npu-serve-smoke-Qwen3-0.6B-npu"},
