@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
@@ -37,7 +38,9 @@ func (e *env) judge(args []string) int {
 		problems = append(problems, err.Error())
 	}
 	bl := res.Baseline
-	if d.Baseline != "" {
+	if strings.HasPrefix(d.Baseline, history.Prefix) {
+		problems = append(problems, fmt.Sprintf("--baseline %s: judge compares with a file; pass an earlier run's result.json (run and report read github: history)", d.Baseline))
+	} else if d.Baseline != "" {
 		if bl, err = config.LoadBaseline(d.Baseline, c.Limits()); err != nil {
 			problems = append(problems, err.Error())
 		}
