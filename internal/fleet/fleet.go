@@ -2,15 +2,14 @@ package fleet
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/evidence"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -150,7 +149,7 @@ func Merge(base string, jobs []Job, dirs []string, l Limits, baselines map[strin
 		}
 		jl, fast, slow := l.For(j)
 		row.Baseline, row.BadInput = baselineOf(bl, dir, jl)
-		res, err := Rejudge(dir, jl, fast, slow, row.Baseline)
+		res, note, err := Rejudge(dir, jl, fast, slow, row.Baseline)
 		row.Result = res
 		switch {
 		case row.BadInput != "":
@@ -168,6 +167,9 @@ func Merge(base string, jobs []Job, dirs []string, l Limits, baselines map[strin
 				if !a.OK {
 					row.Why = append(row.Why, a.Name+": "+a.Detail)
 				}
+			}
+			if note != "" {
+				row.Why = append(row.Why, note)
 			}
 		default:
 			row.State = Pass
@@ -199,30 +201,22 @@ func baselineOf(bl Baseline, dir string, l judge.Limits) (*judge.Baseline, strin
 	return b, ""
 }
 
-// Rejudge judges a finished run's directory from its evidence alone (the
-// serve log and the reply files) with the limits and route patterns given:
-// the run's own verdict, limits and route are not believed. A run that was
-// cancelled stays cancelled.
-func Rejudge(dir string, l judge.Limits, fast, slow []string, b *judge.Baseline) (*report.Result, error) {
-	res, err := report.Read(dir)
+// Rejudge reads the run in dir and judges it from its evidence alone
+// (evidence.Judge) with the limits and route patterns given. A run that was
+// cancelled stays cancelled. note is what could not be read, if anything.
+func Rejudge(dir string, l judge.Limits, fast, slow []string, b *judge.Baseline) (res *report.Result, note string, err error) {
+	res, err = report.Read(dir)
 	if err != nil {
-		return nil, err
-	}
-	m, err := judge.NewRouteMatcher(fast, slow)
-	if err != nil {
-		return nil, err
-	}
-	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
-	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, report.LogFile), err)
+		return nil, "", err
 	}
 	cancelled := res.Verdict == report.Cancelled
-	res.Limits, res.Route, res.Baseline = l, scan.Route, b
-	res.Judged(judge.Judge(res.Input()))
+	if err := evidence.Judge(dir, res, l, fast, slow, b); err != nil {
+		note = err.Error()
+	}
 	if cancelled {
 		res.Verdict = report.Cancelled
 	}
-	return res, nil
+	return res, note, nil
 }
 
 // RouteName is a row's route: fast, slow, both or neither.

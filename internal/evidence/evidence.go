@@ -1,0 +1,33 @@
+// Package evidence judges a finished run again from its evidence alone: the
+// serve's log and the reply files in its out directory, against limits and
+// route patterns given by whoever judges, never the ones the run wrote down.
+package evidence
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+)
+
+// Judge judges the run in dir, read as res (report.Read: the reply files
+// over result.json's replies), with the limits l, the route patterns fast and
+// slow, and the baseline b. Whatever verdict, assertions, limits, route and
+// baseline result.json claimed are replaced. An unreadable log is judged as
+// empty (the route then fails), and said in the error.
+func Judge(dir string, res *report.Result, l judge.Limits, fast, slow []string, b *judge.Baseline) error {
+	m, err := judge.NewRouteMatcher(fast, slow)
+	if err != nil {
+		return err
+	}
+	res.Limits, res.Baseline = l, b
+	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
+	res.Route = scan.Route
+	res.Judged(judge.Judge(res.Input()))
+	if err != nil {
+		return fmt.Errorf("%v; the route is judged on an empty log", err)
+	}
+	return nil
+}

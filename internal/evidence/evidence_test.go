@@ -1,0 +1,62 @@
+package evidence
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+)
+
+// A run's claims (verdict, limits, route) are replaced by what its evidence
+// says under the limits given.
+func TestJudge(t *testing.T) {
+	const claims = `{"schema": "npu-serve-smoke/v1", "verdict": "pass", "limits": {"floor": 1, "first_token_ms": 100000, "rate_source": "client"},
+  "assertions": [{"name": "route", "ok": true, "detail": "claimed"}],
+  "route": {"fast": {"line": 1, "text": "on the private route", "pattern": "on the private route"}}}`
+	const reply = `{"n": 1, "first_ms": 250, "last_ms": 1520, "completion_tokens": 128, "content": "Paris"}`
+	limits := judge.Limits{Floor: 60, FirstTokenMS: 600, RateSource: judge.RateClient}
+	for _, tc := range []struct {
+		name, log string
+		noLog     bool
+		floor     float64
+		pass      bool
+		failed    string // the failed assertions
+		err       string
+	}{
+		{name: "fast route, over the floor", log: "ready on the private route dx\n", floor: 60, pass: true},
+		{name: "the slow route, whatever was claimed", log: "serving with the per-op forward\n", floor: 60, failed: "route"},
+		{name: "below the floor given here", log: "ready on the private route dx\n", floor: 150, failed: "rate"},
+		{name: "no log", noLog: true, floor: 60, failed: "route", err: "the route is judged on an empty log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, report.ResultFile), []byte(claims), 0o644)
+			os.WriteFile(filepath.Join(dir, "reply_1.json"), []byte(reply), 0o644)
+			if !tc.noLog {
+				os.WriteFile(filepath.Join(dir, report.LogFile), []byte(tc.log), 0o644)
+			}
+			res, err := report.Read(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := limits
+			l.Floor = tc.floor
+			err = Judge(dir, res, l, judge.DefaultFastRoute, judge.DefaultSlowRoute, nil)
+			if (err != nil) != (tc.err != "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Judge() error = %v, want %q", err, tc.err)
+			}
+			var failed []string
+			for _, a := range res.Assertions {
+				if !a.OK {
+					failed = append(failed, a.Name)
+				}
+			}
+			if res.Pass() != tc.pass || strings.Join(failed, ",") != tc.failed || res.Limits != l {
+				t.Errorf("Judge() = %s, failed %v, limits %+v; want pass %v, failed %q, limits %+v", res.Verdict, failed, res.Limits, tc.pass, tc.failed, l)
+			}
+		})
+	}
+}
