@@ -46,9 +46,13 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 	summary := fs.String("summary", "", "also write the merged Markdown to this file")
 	fs.StringVar(&d.Comment, "comment", d.Comment, "on-pr or never")
 	fs.IntVar(&d.PRNumber, "pr-number", 0, "a pull request to comment on when the event is not one")
-	token := fs.String("github-token", e.getenv("GITHUB_TOKEN"), "token (default: $GITHUB_TOKEN; never printed)")
+	// The default is read after parsing, so that -h never prints it.
+	token := fs.String("github-token", "", "token (default: $GITHUB_TOKEN; never printed)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
+	}
+	if *token == "" {
+		*token = e.getenv("GITHUB_TOKEN")
 	}
 	dirs := fs.Args()
 

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -248,5 +250,51 @@ func TestWorkflowFile(t *testing.T) {
 	}
 	if _, err := WorkflowFile(""); err == nil {
 		t.Errorf("WorkflowFile(\"\") = nil error")
+	}
+}
+
+// An entry whose header understates its size is refused, and not written.
+func TestExtractLyingSize(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), maxFile+10)
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "result.json", Method: zip.Store, CRC32: crc32.ChecksumIEEE(big), CompressedSize64: uint64(len(big)), UncompressedSize64: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(big)
+	zw.Close()
+	dir := t.TempDir()
+	// archive/zip stops at the header's size; the bound would stop it too.
+	if err := Extract(b.Bytes(), dir); err == nil || !strings.Contains(err.Error(), `the entry "result.json"`) {
+		t.Errorf("Extract(an entry larger than its header says) = %v, want it refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "result.json")); err == nil {
+		t.Errorf("Extract wrote the entry that was refused")
+	}
+}
+
+// A run with more artifacts than a page: the one wanted is on page 2.
+func TestArtifactsPages(t *testing.T) {
+	gh, src, runID := fixture(t, fakegithub.Artifact{Name: "npu-serve-smoke-other-npu", Zip: zipOf(t, entry{name: "result.json", body: result("x", "y")})})
+	for i := range 120 {
+		gh.AddArtifact(fakegithub.Artifact{RunID: runID, Name: fmt.Sprintf("filler-%d", i), Zip: []byte("PK")})
+	}
+	gh.AddArtifact(fakegithub.Artifact{RunID: runID, Name: ArtifactName(check), Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})})
+	run, err := src.Latest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Result(context.Background(), run, ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}); err != nil {
+		t.Errorf("Result() = %v, want the artifact on page 2 found", err)
+	}
+	pages := 0
+	for _, c := range gh.Calls() {
+		if strings.HasSuffix(c.Path, "/artifacts") {
+			pages++
+		}
+	}
+	if pages != 2 {
+		t.Errorf("the artifacts were read in %d pages, want 2", pages)
 	}
 }
