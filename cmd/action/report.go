@@ -90,8 +90,7 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 		problems = append(problems, "--baseline github: reads this workflow's history, so it runs inside GitHub Actions only")
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(e.stderr, "npu-serve-smoke report: bad input:\n%s\n", indent(strings.Join(problems, "\n")))
-		return exitUsage
+		return e.reportBadInput(ctx, inActions, *token, d.CheckName, started, problems)
 	}
 
 	lim := fleet.Limits{Judge: d.Limits(), FastRoute: d.FastRoute, SlowRoute: d.SlowRoute,
@@ -112,13 +111,11 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 	if fromGitHub {
 		src, err := e.historySource(gc, *token, pattern)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "npu-serve-smoke report: bad input: %v\n", err)
-			return exitUsage
+			return e.reportBadInput(ctx, inActions, *token, d.CheckName, started, []string{err.Error()})
 		}
 		baselines, hist, err = e.baselines(ctx, src, d.CheckName, jobs, lim, *releases)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "npu-serve-smoke report: %v\n", err)
-			return exitUsage
+			return e.reportBadInput(ctx, inActions, *token, d.CheckName, started, []string{err.Error()})
 		}
 		for _, b := range baselines {
 			if b.Note != "" {
@@ -152,6 +149,29 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 		}
 	}
 	return e.reportDone(m, hist, *summary, a)
+}
+
+// reportBadInput says what is wrong and exits 2. Inside Actions it also
+// completes the merged check run as a failure: the required check must not
+// stay missing, nor keep an earlier attempt's success on this commit.
+func (e *env) reportBadInput(ctx context.Context, inActions bool, token, checkName string, started time.Time, problems []string) int {
+	text := strings.Join(problems, "\n")
+	fmt.Fprintf(e.stderr, "npu-serve-smoke report: bad input:\n%s\n", indent(text))
+	if !inActions {
+		return exitUsage
+	}
+	a := newAction(e.getenv, e.stdout)
+	if token != "" {
+		a.AddMask(token)
+	}
+	a.WithFieldsMap(map[string]string{"title": checkName + ": bad input"}).Errorf("%s", text)
+	if _, pub := e.publisher(a, token, checkName, false, 0); pub != nil {
+		pctx, cancel := publish.Timeout(ctx)
+		defer cancel()
+		pub.Post(pctx, publish.Outcome{Title: "FAIL: bad input, no job was judged",
+			Summary: "The merge could not judge the jobs:\n\n```text\n" + strings.ReplaceAll(text, "`", "'") + "\n```\n", Started: started, Finished: time.Now()})
+	}
+	return exitUsage
 }
 
 // reportDone prints the rows, writes --summary, and gives the exit code.
