@@ -1,0 +1,74 @@
+package fleet
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+)
+
+func ms(v float64) *float64 { return &v }
+func n(v int) *int          { return &v }
+
+// result is a run whose one reply decodes at rate tok/s.
+func resultAt(rate float64) *report.Result {
+	return &report.Result{
+		Verdict: report.Pass,
+		Limits:  judge.Limits{Floor: 60, FirstTokenMS: 600, RateSource: judge.RateClient},
+		Replies: []measure.Reply{{N: 1, FirstMS: ms(200), LastMS: ms(200 + 127/rate*1000), CompletionTokens: n(128), Content: "x"}},
+		Route:   judge.Evidence{Fast: &judge.Match{Line: 1}},
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	m := &Merged{Base: "npu serve smoke", Rows: []Row{
+		{Job: Job{"model": "a", "device": "npu"}, CheckName: "npu serve smoke (a, npu)", State: Pass, Result: resultAt(90), Baseline: &judge.Baseline{Rate: 100, FirstTokenMS: 200}},
+		{Job: Job{"model": "b", "device": "npu"}, CheckName: "npu serve smoke (b, npu)", State: Fail, Result: resultAt(50),
+			Why: []string{"route: \"<img src=x> @team | `rm -rf` [x](https://evil) \x1b[31m\""}, Note: "no successful run of w on release/*"},
+		{Job: Job{"model": "c", "device": "igpu"}, CheckName: "npu serve smoke (c, igpu)", State: Missing, Why: []string{"no artifact npu-serve-smoke-c-igpu"}},
+	}}
+	hist := &History{Releases: []string{"release/1.1", `release/"1.2"`}, Medians: map[string][]float64{
+		"npu serve smoke (a, npu)": {95, 100},
+		"npu serve smoke (b, npu)": {80, math.NaN()},
+	}}
+	md := m.Markdown(65536, hist)
+	for _, want := range []string{
+		"### ❌ npu serve smoke: FAIL: 1 of 3 jobs passed (1 failed, 1 missing)\n",
+		"| a | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | -10.0% rate, +0.0% first token |\n",
+		"| b | npu | ❌ FAIL | 50.0 tok/s (60) | 200 ms (600) | fast | none: no successful run of w on release/\\* |\n",
+		"| c | igpu | ❌ missing | — | — | — | — |\n",
+		`    x-axis ["release/1.1", "release/_1.2_", "this run"]`,
+		"    line [95, 100, 90]\n",
+		"Not drawn (no median in every release): b on npu; c on igpu.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
+	}
+	for _, bad := range []string{"<img", "@team", "`rm", "](https://evil)", "\x1b"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("Markdown() carries the job's text %q as it came:\n%s", bad, md)
+		}
+	}
+	if got := m.Markdown(300, nil); len(got) > 300 {
+		t.Errorf("Markdown(300) is %d bytes", len(got))
+	}
+	var con bytes.Buffer
+	m.Console(&con)
+	if strings.Contains(con.String(), "\x1b") {
+		t.Errorf("Console() printed a control character:\n%q", con.String())
+	}
+	if !strings.HasSuffix(con.String(), "RESULT: FAIL: 1 of 3 jobs passed (1 failed, 1 missing)\n") {
+		t.Errorf("Console() = %q", con.String())
+	}
+}
+
+func TestPassNeedsRows(t *testing.T) {
+	if (&Merged{}).Pass() {
+		t.Errorf("Merged{}.Pass() = true; no row is no pass")
+	}
+}
