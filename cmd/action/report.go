@@ -23,16 +23,45 @@ import (
 // required status check.
 func (e *env) reportRuns(ctx context.Context, args []string) int {
 	started := time.Now()
+	o, ok := e.reportFlags(args)
+	if !ok {
+		return exitUsage
+	}
+	inActions := e.getenv("GITHUB_ACTIONS") == "true"
+	jobs, problems := o.check(inActions)
+	if len(problems) > 0 {
+		return e.reportBadInput(ctx, inActions, o.token, o.c.CheckName, started, problems)
+	}
+	if !inActions {
+		return e.reportDone(fleet.Merge(o.c.CheckName, jobs, o.dirs, o.limits, nil), nil, o.summary, nil)
+	}
+	return e.reportInActions(ctx, o, jobs, started)
+}
+
+// reportOptions are report's flags and arguments.
+type reportOptions struct {
+	c        config.Config // the limits, check name, comment and baseline
+	limits   fleet.Limits
+	matrix   string
+	expect   []string
+	releases int // --history
+	summary  string
+	token    string
+	dirs     []string
+	set      func(string) bool
+}
+
+func (e *env) reportFlags(args []string) (*reportOptions, bool) {
+	o := &reportOptions{c: config.Default()}
+	d := &o.c
 	fs := e.flagSet("report")
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "usage: npu-serve-smoke report --matrix JSON | --expect model=M,device=D... [flags] DIR...\n\n"+
 			"Merges the out/ artifacts of a job matrix (each DIR named as its artifact) into one verdict.\n\n")
 		fs.PrintDefaults()
 	}
-	d := config.Default()
-	matrix := fs.String("matrix", "", "the jobs' matrix as strategy.matrix takes it (JSON): every job is an expected row")
-	var expect []string
-	fs.Func("expect", "an expected job, model=M,device=D[,preset=P][,floor=F][,first-token-ms=T] (repeatable)", func(s string) error { expect = append(expect, s); return nil })
+	fs.StringVar(&o.matrix, "matrix", "", "the jobs' matrix as strategy.matrix takes it (JSON): every job is an expected row")
+	fs.Func("expect", "an expected job, model=M,device=D[,preset=P][,floor=F][,first-token-ms=T] (repeatable)", func(s string) error { o.expect = append(o.expect, s); return nil })
 	fs.StringVar(&d.CheckName, "check-name", d.CheckName, "the merged check run's name; job J's is 'NAME (MODEL, DEVICE[, PRESET])'")
 	fs.Float64Var(&d.Floor, "floor", d.Floor, "median decode rate floor, tok/s (a job's matrix value floor wins)")
 	fs.Float64Var(&d.FirstTokenMS, "first-token-ms", d.FirstTokenMS, "median first-token limit, ms (a job's matrix value first-token-ms wins)")
@@ -42,80 +71,76 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 	fs.Var(&patterns{list: &d.SlowRoute}, "slow-route", "RE2 pattern naming the slow route (repeatable)")
 	fs.StringVar(&d.Baseline, "baseline", "", "github:PATTERN: each job against its artifact in the latest successful run of this workflow on a branch or tag matching PATTERN")
 	fs.Float64Var(&d.MaxRegression, "max-regression", d.MaxRegression, "percent the median rate may fall, or the first token rise, against the baseline")
-	releases := fs.Int("history", 0, "with --baseline: chart the median rates of the last N releases (N runs' artifacts are downloaded)")
-	summary := fs.String("summary", "", "also write the merged Markdown to this file")
+	fs.IntVar(&o.releases, "history", 0, "with --baseline: chart the median rates of the last N releases (N runs' artifacts are downloaded)")
+	fs.StringVar(&o.summary, "summary", "", "also write the merged Markdown to this file")
 	fs.StringVar(&d.Comment, "comment", d.Comment, "on-pr or never")
 	fs.IntVar(&d.PRNumber, "pr-number", 0, "a pull request to comment on when the event is not one")
 	// The default is read after parsing, so that -h never prints it.
-	token := fs.String("github-token", "", "token (default: $GITHUB_TOKEN; never printed)")
+	fs.StringVar(&o.token, "github-token", "", "token (default: $GITHUB_TOKEN; never printed)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return nil, false
 	}
-	if *token == "" {
-		*token = e.getenv("GITHUB_TOKEN")
+	if o.token == "" {
+		o.token = e.getenv("GITHUB_TOKEN")
 	}
-	dirs := fs.Args()
+	o.dirs, o.set = fs.Args(), setFlags(fs)
+	return o, true
+}
 
+// check gives the expected jobs, or every problem of the options at once.
+func (o *reportOptions) check(inActions bool) ([]fleet.Job, []string) {
+	d := &o.c
 	var problems []string
-	jobs, err := expected(*matrix, expect)
+	jobs, err := expected(o.matrix, o.expect)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
-	if err := d.ApplyPreset(setFlags(fs)); err != nil {
+	if err := d.ApplyPreset(o.set); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if err := d.CheckLimits(); err != nil {
 		problems = append(problems, err.Error())
 	}
-	pattern, fromGitHub, err := history.Spec(d.Baseline)
+	_, fromGitHub, err := history.Spec(d.Baseline)
 	switch {
 	case err != nil:
 		problems = append(problems, err.Error())
 	case d.Baseline != "" && !fromGitHub:
 		problems = append(problems, fmt.Sprintf("--baseline %s: report takes github:PATTERN (each job has its own baseline); pass e.g. github:release/**", d.Baseline))
+	case fromGitHub && !inActions:
+		problems = append(problems, "--baseline github: reads this workflow's history, so it runs inside GitHub Actions only")
 	}
-	if *releases < 0 || *releases > 20 || *releases > 0 && !fromGitHub {
-		problems = append(problems, fmt.Sprintf("--history %d: pass 0 to 20, with --baseline github:PATTERN", *releases))
+	if o.releases < 0 || o.releases > 20 || o.releases > 0 && !fromGitHub {
+		problems = append(problems, fmt.Sprintf("--history %d: pass 0 to 20, with --baseline github:PATTERN", o.releases))
 	}
 	if d.Comment != "on-pr" && d.Comment != "never" {
 		problems = append(problems, fmt.Sprintf("--comment %q: pass on-pr or never", d.Comment))
 	}
-	for _, dir := range dirs {
+	for _, dir := range o.dirs {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			problems = append(problems, fmt.Sprintf("%s is not a directory; pass the downloaded artifacts' directories (download-artifact puts each in PATH/NAME)", dir))
 		}
 	}
-	inActions := e.getenv("GITHUB_ACTIONS") == "true"
-	if fromGitHub && !inActions {
-		problems = append(problems, "--baseline github: reads this workflow's history, so it runs inside GitHub Actions only")
-	}
-	if len(problems) > 0 {
-		return e.reportBadInput(ctx, inActions, *token, d.CheckName, started, problems)
-	}
+	o.limits = fleet.Limits{Judge: d.Limits(), FastRoute: d.FastRoute, SlowRoute: d.SlowRoute, RoutesSet: o.set("fast-route") || o.set("slow-route")}
+	return jobs, problems
+}
 
-	lim := fleet.Limits{Judge: d.Limits(), FastRoute: d.FastRoute, SlowRoute: d.SlowRoute,
-		RoutesSet: setFlags(fs)("fast-route") || setFlags(fs)("slow-route")}
-	var m *fleet.Merged
-	var hist *fleet.History
-	if !inActions {
-		m = fleet.Merge(d.CheckName, jobs, dirs, lim, nil)
-		return e.reportDone(m, hist, *summary, nil)
-	}
-
+// reportInActions merges with the baselines from history, and posts.
+func (e *env) reportInActions(ctx context.Context, o *reportOptions, jobs []fleet.Job, started time.Time) int {
 	a := newAction(e.getenv, e.stdout)
-	if *token != "" {
-		a.AddMask(*token)
+	if o.token != "" {
+		a.AddMask(o.token)
 	}
-	gc, pub := e.publisher(a, *token, d.CheckName, d.Comment == "on-pr", d.PRNumber)
-	baselines := map[string]fleet.Baseline{}
-	if fromGitHub {
-		src, err := e.historySource(gc, *token, pattern)
-		if err != nil {
-			return e.reportBadInput(ctx, inActions, *token, d.CheckName, started, []string{err.Error()})
+	gc, pub := e.publisher(a, o.token, o.c.CheckName, o.c.Comment == "on-pr", o.c.PRNumber)
+	var baselines map[string]fleet.Baseline
+	var hist *fleet.History
+	if pattern, fromGitHub, _ := history.Spec(o.c.Baseline); fromGitHub {
+		src, err := e.historySource(gc, o.token, pattern)
+		if err == nil {
+			baselines, hist, err = e.baselines(ctx, src, o.c.CheckName, jobs, o.limits, o.releases)
 		}
-		baselines, hist, err = e.baselines(ctx, src, d.CheckName, jobs, lim, *releases)
 		if err != nil {
-			return e.reportBadInput(ctx, inActions, *token, d.CheckName, started, []string{err.Error()})
+			return e.reportBadInput(ctx, true, o.token, o.c.CheckName, started, []string{err.Error()})
 		}
 		for _, b := range baselines {
 			if b.Note != "" {
@@ -123,10 +148,17 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 			}
 		}
 	}
-	m = fleet.Merge(d.CheckName, jobs, dirs, lim, baselines)
+	m := fleet.Merge(o.c.CheckName, jobs, o.dirs, o.limits, baselines)
 	if gc != nil {
 		m.RunURL = gc.RunURL()
 	}
+	e.reportPost(ctx, a, pub, m, hist, started)
+	return e.reportDone(m, hist, o.summary, a)
+}
+
+// reportPost posts the merged verdict: the check run and the sticky comment,
+// the job summary, the outputs and an error annotation per failed row.
+func (e *env) reportPost(ctx context.Context, a *githubactions.Action, pub *publish.Publisher, m *fleet.Merged, hist *fleet.History, started time.Time) {
 	md := m.Markdown(publish.CommentLimit-200, hist)
 	if pub != nil {
 		pctx, cancel := publish.Timeout(ctx)
@@ -148,7 +180,6 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 			a.WithFieldsMap(map[string]string{"title": r.CheckName}).Errorf("%s", strings.Join(r.Why, "; "))
 		}
 	}
-	return e.reportDone(m, hist, *summary, a)
 }
 
 // reportBadInput says what is wrong and exits 2. Inside Actions it also
