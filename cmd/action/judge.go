@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/evidence"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
@@ -148,21 +148,9 @@ func (e *env) parseDir(fs *flag.FlagSet, args []string) (string, bool) {
 // baseline bl. Whatever verdict, assertions, limits, route and baseline
 // result.json claimed are replaced, and so are the log's tail and size the
 // report shows: they are the serve.log judged, as read here. `judge` and
-// `publish` both judge here. An unreadable log is judged as empty, shown with
-// no tail, and said in the error.
+// `publish` both judge here, and `report` judges each job of a matrix with the
+// same evidence.Judge. An unreadable log is judged as empty, shown with no
+// tail, and said in the error.
 func rejudge(dir string, res *report.Result, c *config.Config, bl *judge.Baseline) error {
-	m, err := judge.NewRouteMatcher(c.FastRoute, c.SlowRoute)
-	if err != nil {
-		return err
-	}
-	res.Limits = c.Limits()
-	res.Baseline = bl
-	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
-	res.Route = scan.Route
-	res.Serve.LogTail, res.Serve.LogBytes = scan.Tail, scan.Bytes
-	res.Judged(judge.Judge(res.Input()))
-	if err != nil {
-		return fmt.Errorf("%v; the route is judged on an empty log", err)
-	}
-	return nil
+	return evidence.Judge(dir, res, c.Limits(), c.FastRoute, c.SlowRoute, bl)
 }

@@ -33,7 +33,7 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 		return e.reportBadInput(ctx, inActions, o.token, o.c.CheckName, started, problems)
 	}
 	if !inActions {
-		return e.reportDone(fleet.Merge(o.c.CheckName, jobs, o.dirs, o.limits, nil), nil, o.summary, nil)
+		return e.reportDone(fleet.Merge(o.c.CheckName, jobs, o.dirs, o.limits, nil), nil, o.summary)
 	}
 	return e.reportInActions(ctx, o, jobs, started)
 }
@@ -127,7 +127,7 @@ func (o *reportOptions) check(inActions bool) ([]fleet.Job, []string) {
 
 // reportInActions merges with the baselines from history, and posts.
 func (e *env) reportInActions(ctx context.Context, o *reportOptions, jobs []fleet.Job, started time.Time) int {
-	a := newAction(e.getenv, e.stdout)
+	a := newAction(e.getenv, e.raw)
 	if o.token != "" {
 		a.AddMask(o.token)
 	}
@@ -153,7 +153,7 @@ func (e *env) reportInActions(ctx context.Context, o *reportOptions, jobs []flee
 		m.RunURL = gc.RunURL()
 	}
 	e.reportPost(ctx, a, pub, m, hist, started)
-	return e.reportDone(m, hist, o.summary, a)
+	return e.reportDone(m, hist, o.summary)
 }
 
 // reportPost posts the merged verdict: the check run and the sticky comment,
@@ -191,7 +191,7 @@ func (e *env) reportBadInput(ctx context.Context, inActions bool, token, checkNa
 	if !inActions {
 		return exitUsage
 	}
-	a := newAction(e.getenv, e.stdout)
+	a := newAction(e.getenv, e.raw)
 	if token != "" {
 		a.AddMask(token)
 	}
@@ -206,12 +206,9 @@ func (e *env) reportBadInput(ctx context.Context, inActions bool, token, checkNa
 }
 
 // reportDone prints the rows, writes --summary, and gives the exit code.
-func (e *env) reportDone(m *fleet.Merged, hist *fleet.History, summary string, a *githubactions.Action) int {
-	resume := func() {}
-	if a != nil {
-		// The rows quote the jobs' evidence: no workflow command in it.
-		resume = publish.StopCommands(a)
-	}
+func (e *env) reportDone(m *fleet.Merged, hist *fleet.History, summary string) int {
+	// The rows quote the jobs' evidence: no workflow command in it.
+	resume := e.cmds.Stop(e.raw)
 	m.Console(e.stdout)
 	resume()
 	if summary != "" {

@@ -15,8 +15,10 @@ import (
 // Judge judges the run in dir, read as res (report.Read: the reply files
 // over result.json's replies), with the limits l, the route patterns fast and
 // slow, and the baseline b. Whatever verdict, assertions, limits, route and
-// baseline result.json claimed are replaced. An unreadable log is judged as
-// empty (the route then fails), and said in the error.
+// baseline result.json claimed are replaced, and so are the log's tail and
+// size the report shows: they are the serve.log judged. An unreadable log is
+// judged as empty (the route then fails), shown with no tail, and said in the
+// error.
 func Judge(dir string, res *report.Result, l judge.Limits, fast, slow []string, b *judge.Baseline) error {
 	m, err := judge.NewRouteMatcher(fast, slow)
 	if err != nil {
@@ -25,6 +27,7 @@ func Judge(dir string, res *report.Result, l judge.Limits, fast, slow []string, 
 	res.Limits, res.Baseline = l, b
 	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
 	res.Route = scan.Route
+	res.Serve.LogTail, res.Serve.LogBytes = scan.Tail, scan.Bytes
 	res.Judged(judge.Judge(res.Input()))
 	if err != nil {
 		return fmt.Errorf("%v; the route is judged on an empty log", err)
