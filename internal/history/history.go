@@ -132,6 +132,10 @@ func (s *Source) Runs(ctx context.Context, n int) ([]Run, error) {
 	var out []Run
 	for seen := 0; seen < maxRuns; {
 		runs, resp, err := s.Client.Actions.ListWorkflowRunsByFileName(ctx, s.Owner, s.Repo, s.Workflow, opts)
+		var nf *NotFound
+		if err != nil && errors.As(apiError(err, ""), &nf) {
+			return nil, &NotFound{fmt.Sprintf("no run of %s in %s/%s (HTTP 404: GitHub knows no workflow of that file name there yet)", s.Workflow, s.Owner, s.Repo)}
+		}
 		if err != nil {
 			return nil, apiError(err, fmt.Sprintf("the runs of workflow %s", s.Workflow))
 		}
