@@ -12,6 +12,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 // Exit codes.
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return e.reportRuns(ctx, args[1:])
 	case "fakellm": // the simulated serve, started by demo
 		return fakellm.Command(args[1:], stdout, stderr)
+	case supervise.Command: // the serve's supervisor, started by run
+		return supervise.Main(args[1:], getenv, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(e.stdout, usage)
 		return exitPass

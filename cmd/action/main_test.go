@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"npu-serve-smoke": func() { os.Exit(mainCode()) },
 		"fakellm":         func() { os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr)) },
+		"procs":           func() { os.Exit(scripttest.Procs()) },
 	})
 }
 
@@ -35,6 +36,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Setup:               scripttest.Setup,
+		Condition:           scripttest.Condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":         scripttest.Exits,
 			"listen":        scripttest.Listen,

@@ -19,6 +19,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 func (e *env) run(ctx context.Context, args []string) int {
@@ -54,6 +55,10 @@ func (e *env) run(ctx context.Context, args []string) int {
 func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action) int {
 	if a != nil && c.GitHubToken != "" {
 		a.AddMask(c.GitHubToken)
+	}
+	if err := supervise.CheckContain(e.getenv(supervise.ContainEnv)); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
+		return exitUsage
 	}
 	plan, err := c.Check(exec.LookPath)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 // Exit codes of npu-hold itself; a command run under the ticket returns its
@@ -57,6 +58,8 @@ func run(args []string, getenv func(string) string, stdin *os.File, stdout, stde
 			return e.status(args[1:])
 		case "doctor":
 			return e.doctor(args[1:])
+		case supervise.Command: // the command's supervisor, started by run
+			return supervise.Main(args[1:], getenv, stderr)
 		case "-h", "-help", "--help", "help":
 			fmt.Fprint(stdout, usage)
 			return exitOK
@@ -199,8 +202,8 @@ func (e *env) hold(args []string) int {
 	if code := p.ExitCode(); code >= 0 {
 		return code
 	}
-	if ws, ok := p.State().Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if sig := p.Signal(); sig != 0 {
+		return 128 + int(sig)
 	}
 	return exitFail
 }

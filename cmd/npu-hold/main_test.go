@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"npu-hold": func() { os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)) },
+		"procs":    func() { os.Exit(scripttest.Procs()) },
 	})
 }
 
@@ -21,12 +21,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Setup:               scripttest.Setup,
-		Condition: func(cond string) (bool, error) {
-			if cond == "root" {
-				return os.Geteuid() == 0, nil
-			}
-			return false, fmt.Errorf("unknown condition %q", cond)
-		},
+		Condition:           scripttest.Condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":    scripttest.Exits,
 			"waitfor":  scripttest.WaitFor,

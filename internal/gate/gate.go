@@ -227,6 +227,9 @@ func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, p
 	}
 	res.Serve.PID = proc.PID()
 	g.logf("serve: pid %d on port %d: %s", proc.PID(), res.Serve.Port, report.ConsoleText(strings.Join(res.Serve.Argv, " ")))
+	mechanism, cgroup, why := proc.Contain()
+	res.Serve.Contain = mechanism
+	g.logf("serve: held by its supervisor, pid %d, with %s", proc.SupervisorPID(), report.ConsoleText(containText(mechanism, cgroup, why)))
 	return proc, func() {
 		defer logf.Close()
 		g.stopServe(ctx, res, proc)
@@ -242,11 +245,26 @@ func (g *Gate) stopServe(ctx context.Context, res *report.Result, proc *serve.Pr
 	}
 	st := proc.Stop(grace)
 	res.Serve.Exit, res.Serve.Signal, res.Serve.StopMS = st.Exit, st.Signal, st.StopMS
-	res.Serve.Swept, res.Serve.Survivors = st.Swept, st.Survivors
-	g.logf("serve: stopped in %s: %s; %d swept, %d survivors", time.Duration(st.StopMS*float64(time.Millisecond)).Round(time.Millisecond), st.Exit, st.Swept, st.Survivors)
+	res.Serve.Swept, res.Serve.Survivors, res.Serve.Contain = st.Swept, st.Survivors, st.Contain
+	g.logf("serve: stop took %s: the serve %s; %d swept, %d survivors (%s)", time.Duration(st.StopMS*float64(time.Millisecond)).Round(time.Millisecond), st.Exit, st.Swept, st.Survivors, st.Contain)
 	for _, l := range st.Left {
 		g.logf("serve: survivor %s", report.ConsoleText(l))
 	}
+	if st.Survivors > 0 {
+		g.logf("serve: its supervisor, pid %d, keeps killing them and keeps the device held until they are gone", proc.SupervisorPID())
+	}
+}
+
+// containText says how the serve's tree is held, for the log.
+func containText(mechanism, cgroup, why string) string {
+	text := mechanism
+	if cgroup != "" {
+		text += " (" + cgroup + ")"
+	}
+	if why != "" {
+		text += "; not used: " + why
+	}
+	return text
 }
 
 // waitReady waits for the serve's health path, then checks that what

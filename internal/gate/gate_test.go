@@ -15,10 +15,15 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
-// The test binary doubles as the simulated serve.
+// The test binary doubles as the serve's supervisor and as the simulated
+// serve.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == supervise.Command {
+		os.Exit(supervise.Main(os.Args[2:], os.Getenv, os.Stderr))
+	}
 	if os.Getenv("FAKELLM") == "1" {
 		os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -262,11 +262,18 @@ func stopText(s ServeFacts) string {
 	if s.Exit == "" {
 		return ""
 	}
-	how := "it had exited"
+	how := " (it had exited)"
 	if s.Signal != "" {
-		how = Cell(s.Signal, 50)
+		how = " (" + Cell(s.Signal, 50) + ")"
 	}
-	return fmt.Sprintf("%s (%s) in %s; %d swept, %d survivors", Cell(s.Exit, 100), how, seconds(s.StopMS), s.Swept, s.Survivors)
+	if strings.HasSuffix(s.Exit, how) { // "stopped by the gate (TERM)"
+		how = ""
+	}
+	text := fmt.Sprintf("%s%s in %s; %d swept, %d survivors", Cell(s.Exit, 100), how, seconds(s.StopMS), s.Swept, s.Survivors)
+	if s.Contain != "" {
+		text += " (" + Cell(s.Contain, 20) + ")"
+	}
+	return text
 }
 
 // plainURL is an http(s) URL with nothing in it that Markdown or HTML would

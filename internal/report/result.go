@@ -109,6 +109,7 @@ type ServeFacts struct {
 	StopMS    float64  `json:"stop_ms,omitempty"`
 	Swept     int      `json:"swept"`
 	Survivors int      `json:"survivors"`
+	Contain   string   `json:"contain,omitempty"` // what held the serve's tree: cgroup2, freezer or descendants
 	LogBytes  int64    `json:"log_bytes"`
 	LogTail   []string `json:"log_tail,omitempty"`
 }

@@ -5,6 +5,7 @@ package scripttest
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 // Setup gives each script a device ticket of its own (NPU_HOLD_DIR) and a
@@ -141,4 +143,46 @@ func Signal(ts *testscript.TestScript, neg bool, args []string) {
 	if n == 0 {
 		ts.Fatalf("signal: no process holds %q", args[1])
 	}
+}
+
+// Procs is the program "procs TEXT": it prints, one a line, each live
+// process whose command line holds TEXT, and exits 0. It leaves out itself
+// and the processes it runs under (a shell whose command line names TEXT
+// too), so a serve can list what of an earlier run is still alive.
+func Procs() int {
+	if len(os.Args) != 2 {
+		os.Stderr.WriteString("usage: procs TEXT\n")
+		return 2
+	}
+	mine := map[int]bool{}
+	for pid := os.Getpid(); pid > 1 && !mine[pid]; {
+		mine[pid] = true
+		p, ok := serve.Stat(pid)
+		if !ok {
+			break
+		}
+		pid = p.PPID
+	}
+	for _, p := range serve.List() {
+		if p.State != 'Z' && !mine[p.PID] && strings.Contains(p.Command, os.Args[1]) {
+			os.Stdout.WriteString(p.String() + "\n")
+		}
+	}
+	return 0
+}
+
+// Condition is the scripts' own conditions: [root] is true when the
+// script runs as root; [contain:M] when the supervisor can hold a serve
+// with mechanism M (cgroup2, freezer, descendants) on this machine.
+func Condition(cond string) (bool, error) {
+	if cond == "root" {
+		return os.Geteuid() == 0, nil
+	}
+	if m, ok := strings.CutPrefix(cond, "contain:"); ok {
+		if err := supervise.CheckContain(m); err != nil || m == "auto" {
+			return false, fmt.Errorf("condition %s: not a mechanism: pass one of %s", cond, strings.Join(supervise.Mechanisms, ", "))
+		}
+		return supervise.Available(m) == nil, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }

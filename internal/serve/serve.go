@@ -1,24 +1,36 @@
-// Package serve starts a serve so that it cannot outlive the gate, waits for
-// it to answer its health path, and stops it with nothing left behind.
+// Package serve starts a serve so that nothing it starts can outlive the
+// gate, waits for it to answer its health path, and stops it with nothing
+// left behind.
 //
-// The serve runs in a process group of its own, with a parent-death signal
-// set from an OS thread that lives as long as the serve. The gate is a child
-// subreaper (see BecomeSubreaper), so helpers that detach into a session of
-// their own come back to it when their parent dies. Stop signals the group,
-// waits a bounded grace period, kills the group, then kills every descendant
-// that is left and counts the survivors.
+// The serve is not the gate's child: between them runs a supervisor (the
+// gate's own binary in its supervise mode, see internal/supervise), a child
+// subreaper started with a parent-death signal from an OS thread that lives
+// as long as it does. The supervisor starts the serve in a process group of
+// its own, inside a cgroup made for it where the machine offers one, holds
+// the device ticket, and stops the whole tree when the gate asks or dies.
+// This package is the gate's side: it starts the supervisor, reads what it
+// says (the serve's pid, its exit, how the stop went) and checks from /proc
+// that nothing survived.
 package serve
 
 import (
+	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 // Options say what to start.
@@ -33,26 +45,123 @@ type Options struct {
 	// read from it and gets its ^C.
 	Foreground bool
 	Env        []string // nil: the gate's own
-	// ExtraFiles are inherited by the serve as fds 3, 4, ... (the device
-	// ticket's lock, so a serve that escaped its gate still holds it).
+	// ExtraFiles are held by the supervisor until nothing the serve started
+	// is left, and inherited by the serve as fds 3, 4, ... (the device
+	// ticket's lock).
 	ExtraFiles []*os.File
+	// Supervisor is the command that runs the supervisor, to which
+	// "supervise" and its arguments are added; nil: this binary.
+	Supervisor []string
 }
 
-// Process is a started serve.
+// StopBound is how long Stop waits, past the grace period, for the
+// supervisor to say that nothing is left. A process stuck in a driver can
+// take longer to die; the supervisor keeps killing it, and keeps the device
+// held, after Stop has counted it a survivor.
+const StopBound = 10 * time.Second
+
+// Process is a started serve, seen through its supervisor.
 type Process struct {
-	pid     int
+	pid     int // the serve's, and its process group's
+	super   int // the supervisor's
 	started time.Time
-	done    chan struct{} // closed when the serve has exited and been reaped
-	state   *os.ProcessState
+	contain supervise.Event // the started event: how the serve is held
+
+	ctl      *os.File              // the control pipe to the supervisor
+	done     chan struct{}         // closed when the serve has exited
+	exit     supervise.Exit        // how, once done
+	report   chan supervise.Report // the supervisor's report of its stop
+	gone     chan struct{}         // closed when the supervisor has exited and been reaped
+	ended    chan struct{}         // closed once the supervisor is gone and all it said was read
+	gonehow  string                // how the supervisor ended
+	stopOnce sync.Once
+	stopped  Stopped
 }
 
-// Start starts the serve. It returns once the serve is running, or with the
-// reason it could not be started.
+// Start starts the serve under its supervisor. It returns once the serve is
+// running, or with the reason it could not be started.
 func Start(o Options) (*Process, error) {
 	if len(o.Argv) == 0 {
 		return nil, errors.New("no serve command")
 	}
-	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
+	cmd, err := supervisorCommand(o)
+	if err != nil {
+		return nil, err
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	evR, evW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		return nil, err
+	}
+	cmd.ExtraFiles = append([]*os.File{ctlR, evW}, o.ExtraFiles...)
+	p := &Process{ctl: ctlW, done: make(chan struct{}), report: make(chan supervise.Report, 1), gone: make(chan struct{}), ended: make(chan struct{})}
+	spawned := make(chan error, 1)
+	// Pdeathsig fires when the thread that forked the child ends, not the
+	// process (go.dev/issue/27505). This goroutine stays locked to its thread
+	// and lives until the supervisor has exited, so the signal fires only
+	// when the gate itself dies.
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked: the thread is torn down with this goroutine, after
+		// the supervisor is gone.
+		if err := cmd.Start(); err != nil {
+			spawned <- err
+			return
+		}
+		p.super = cmd.Process.Pid
+		spawned <- nil
+		cmd.Wait()
+		p.gonehow = describe(cmd.ProcessState)
+		close(p.gone)
+	}()
+	err = <-spawned
+	// The supervisor's ends are its own now: the event pipe reads its end of
+	// file when the supervisor exits.
+	ctlR.Close()
+	evW.Close()
+	if err != nil {
+		ctlW.Close()
+		evR.Close()
+		return nil, fmt.Errorf("starting the supervisor of %s: %w", o.Argv[0], err)
+	}
+	started := make(chan supervise.Event, 1)
+	go p.listen(evR, started)
+	ev := <-started
+	if ev.Kind != supervise.Started {
+		<-p.gone
+		ctlW.Close()
+		if ev.Error == "" {
+			ev.Error = "its supervisor " + p.gonehow
+		}
+		return nil, errors.New(ev.Error)
+	}
+	p.pid, p.contain = ev.PID, ev
+	p.started = time.Unix(0, ev.StartedNS)
+	return p, nil
+}
+
+// supervisorCommand is the command that starts the supervisor of o.
+func supervisorCommand(o Options) (*exec.Cmd, error) {
+	words := o.Supervisor
+	if words == nil {
+		// This binary, whatever its name or path: /proc/self/exe is the file
+		// running now, even if it was replaced since.
+		words = []string{"/proc/self/exe"}
+	}
+	args := []string{supervise.Command, "--held", strconv.Itoa(len(o.ExtraFiles))}
+	if o.Foreground && o.Stdin != nil {
+		args = append(args, "--foreground")
+	}
+	args = append(append(args, "--"), o.Argv...)
+	cmd := exec.Command(words[0], append(words[1:], args...)...)
+	if o.Supervisor == nil {
+		cmd.Args[0] = os.Args[0]
+	}
 	cmd.Stdout, cmd.Stderr = o.Log, o.Log
 	if o.Stdin != nil {
 		cmd.Stdin = o.Stdin
@@ -64,58 +173,82 @@ func Start(o Options) (*Process, error) {
 		cmd.Stderr = o.Stderr
 	}
 	cmd.Env = o.Env
-	cmd.ExtraFiles = o.ExtraFiles
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,
-		Pdeathsig: syscall.SIGKILL,
-	}
-	if o.Foreground && o.Stdin != nil {
-		// The child's fd 0 is the terminal: it becomes its foreground group.
-		cmd.SysProcAttr.Foreground = true
-		cmd.SysProcAttr.Ctty = 0
-	}
-	p := &Process{done: make(chan struct{})}
-	started := make(chan error, 1)
-	// Pdeathsig fires when the thread that forked the child ends, not the
-	// process (go.dev/issue/27505). This goroutine stays locked to its thread
-	// and lives until the serve has exited, so the signal fires only when the
-	// gate itself dies.
-	go func() {
-		runtime.LockOSThread()
-		// Never unlocked: the thread is torn down with this goroutine, after
-		// the serve is gone.
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
+	// TERM is the supervisor's cue to stop the serve; the gate's death sends
+	// it, as does the control pipe's end of file.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	return cmd, nil
+}
+
+// listen reads the supervisor's events: the first goes to started, the
+// serve's exit closes done, the stop's report goes to p.report. When the
+// supervisor is gone without having said how the serve ended, the serve
+// counts as lost with it.
+func (p *Process) listen(r *os.File, started chan<- supervise.Event) {
+	defer close(p.ended)
+	defer r.Close()
+	first := true
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var ev supervise.Event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
 		}
-		p.pid = cmd.Process.Pid
-		p.started = time.Now()
-		started <- nil
-		cmd.Wait()
-		p.state = cmd.ProcessState
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("starting %s: %w", o.Argv[0], err)
+		if first {
+			first = false
+			started <- ev
+			continue
+		}
+		switch ev.Kind {
+		case supervise.Exited:
+			if ev.Exit != nil {
+				p.exit = *ev.Exit
+				close(p.done)
+			}
+		case supervise.Done:
+			if ev.Report != nil {
+				p.report <- *ev.Report
+			}
+		}
 	}
-	return p, nil
+	<-p.gone
+	if first {
+		started <- supervise.Event{}
+		return
+	}
+	select {
+	case <-p.done:
+	default:
+		p.exit = supervise.Exit{Code: -1, Lost: "its supervisor (pid " + strconv.Itoa(p.super) + ") " + p.gonehow}
+		close(p.done)
+	}
 }
 
 // PID is the serve's process id, and its process group's.
 func (p *Process) PID() int { return p.pid }
 
+// SupervisorPID is the process id of the serve's supervisor, its parent.
+func (p *Process) SupervisorPID() int { return p.super }
+
+// Contain names the mechanism that holds the serve's tree (cgroup2,
+// freezer, descendants), the cgroup when there is one, and why the
+// mechanisms before it were not used.
+func (p *Process) Contain() (mechanism, cgroup, why string) {
+	return p.contain.Contain, p.contain.Cgroup, p.contain.Why
+}
+
 // Done is closed once the serve has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Exit describes how the serve ended: "exited with status 3", "killed by
-// signal 9 (killed)"; "" while it runs.
+// signal 11 (segmentation fault)", "stopped by the gate (TERM)"; "" while it
+// runs.
 func (p *Process) Exit() string {
 	select {
 	case <-p.done:
+		return p.exit.String()
 	default:
 		return ""
 	}
-	return describe(p.state)
 }
 
 // ExitCode is the serve's exit status, or -1 when a signal ended it or it
@@ -123,9 +256,20 @@ func (p *Process) Exit() string {
 func (p *Process) ExitCode() int {
 	select {
 	case <-p.done:
-		return p.state.ExitCode()
+		return p.exit.Code
 	default:
 		return -1
+	}
+}
+
+// Signal is the signal that ended the serve; 0 when it exited, or still
+// runs.
+func (p *Process) Signal() syscall.Signal {
+	select {
+	case <-p.done:
+		return syscall.Signal(p.exit.Signal)
+	default:
+		return 0
 	}
 }
 
@@ -135,7 +279,7 @@ func describe(s *os.ProcessState) string {
 	case !ok:
 		return s.String()
 	case ws.Signaled():
-		return fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+		return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
 	default:
 		return fmt.Sprintf("exited with status %d", ws.ExitStatus())
 	}
@@ -143,125 +287,151 @@ func describe(s *os.ProcessState) string {
 
 // Stopped says how a stop went.
 type Stopped struct {
-	Exit      string   `json:"exit"`           // how the serve ended
-	Signal    string   `json:"signal"`         // the last signal the group needed: "" (had exited), TERM or KILL
-	StopMS    float64  `json:"stop_ms"`        // from the first signal to nothing left
-	Swept     int      `json:"swept"`          // descendants killed after the group
-	Survivors int      `json:"survivors"`      // processes still alive at the end: the goal is 0
-	Left      []string `json:"left,omitempty"` // what survived, "pid command"
+	Exit      string   `json:"exit"`              // how the serve ended
+	Signal    string   `json:"signal"`            // the last signal the serve needed: "" (had exited), TERM or KILL
+	StopMS    float64  `json:"stop_ms"`           // from the first signal to nothing left
+	Swept     int      `json:"swept"`             // processes besides the serve still alive when the kill began
+	Survivors int      `json:"survivors"`         // processes of the serve's still alive at the end, read from /proc: the goal is 0
+	Left      []string `json:"left,omitempty"`    // what survived, "pid command"
+	Contain   string   `json:"contain,omitempty"` // the mechanism that killed them
 }
 
-// Stop ends the serve and everything it started: TERM to its process group,
-// up to grace for it to exit, KILL to the group, then KILL to every
-// descendant that is left (those that made sessions of their own included).
+// Stop ends the serve and everything it started: the supervisor sends TERM
+// to the serve's process group, waits up to grace for it to exit, then
+// kills everything the serve started, again until nothing is left. Stop
+// waits for that up to grace plus StopBound, then counts from /proc what is
+// still alive. Calling it again returns the first result.
 func (p *Process) Stop(grace time.Duration) Stopped {
+	p.stopOnce.Do(func() { p.stopped = p.stop(grace) })
+	return p.stopped
+}
+
+func (p *Process) stop(grace time.Duration) Stopped {
 	start := time.Now()
-	var st Stopped
-	// Who to hunt down afterwards: the serve's tree as it is now.
-	tree := Descendants(p.pid)
+	st := Stopped{Contain: p.contain.Contain}
+	// Who to look for afterwards: the tree as it is now.
+	tree := Descendants(p.super)
+	// A supervisor that is gone already cannot read it: its end of file is
+	// on its way.
+	p.ctl.WriteString(supervise.StopRequest(grace))
+	bound := time.NewTimer(grace + StopBound)
+	defer bound.Stop()
+	select {
+	case r := <-p.report:
+		st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
+		select {
+		case <-p.gone:
+		case <-bound.C:
+		}
+	case <-p.ended:
+		select {
+		case r := <-p.report:
+			st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
+		default:
+			// The supervisor died before it could report: kill what it
+			// left.
+			st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup))
+		}
+	case <-bound.C:
+	}
+	p.ctl.Close()
+	st.StopMS = float64(time.Since(start)) / float64(time.Millisecond)
 	select {
 	case <-p.done:
+		st.Exit = p.Exit()
 	default:
-		st.Signal = "TERM"
-		unix.Kill(-p.pid, unix.SIGTERM)
-		t := time.NewTimer(grace)
-		select {
-		case <-p.done:
-			t.Stop()
-		case <-t.C:
-		}
+		st.Exit = "still running after " + time.Since(start).Round(time.Millisecond).String()
 	}
-	// What is still there besides the leader was left behind: count it.
-	before := leftBehind(tree, p.pid)
-	// KILL the group whether or not the leader has gone: its members may not
-	// have.
-	if err := unix.Kill(-p.pid, unix.SIGKILL); err == nil {
-		select {
-		case <-p.done:
-			if st.Signal == "TERM" && p.state != nil && signaledBy(p.state, syscall.SIGKILL) {
-				st.Signal = "KILL"
-			}
-		case <-time.After(5 * time.Second):
-		}
+	for _, pr := range p.survivors(tree) {
+		st.Left = append(st.Left, fmt.Sprintf("%d %s", pr.PID, pr.Command))
 	}
-	st.Exit = p.Exit()
-	swept, left := sweep(tree, p.pid, 2*time.Second)
-	for pid := range swept {
-		before[pid] = true
-	}
-	st.Swept, st.Left = len(before), left
 	st.Survivors = len(st.Left)
-	st.StopMS = float64(time.Since(start)) / float64(time.Millisecond)
 	return st
 }
 
-func signaledBy(s *os.ProcessState, sig syscall.Signal) bool {
-	ws, ok := s.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == sig
-}
-
-// BecomeSubreaper makes the calling process a child subreaper: orphaned
-// descendants are re-parented to it rather than to init, so Stop can find and
-// reap them.
-func BecomeSubreaper() error {
-	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-}
-
-// leftBehind is what is alive of the serve's group and tree besides the
-// leader itself.
-func leftBehind(tree []Proc, pgid int) map[int]bool {
-	out := map[int]bool{}
+// survivors is what is alive of the serve's, read from /proc rather than
+// taken from the supervisor's word: the supervisor itself and its
+// descendants while it runs, what is left in the serve's cgroup, process
+// group and session, and what was in its tree when the stop began.
+func (p *Process) survivors(tree []Proc) []Proc {
+	alive := map[int]bool{}
+	select {
+	case <-p.gone:
+	default:
+		alive[p.super] = true
+		for _, d := range Descendants(p.super) {
+			alive[d.PID] = true
+		}
+	}
+	if cg := p.contain.Cgroup; cg != "" {
+		for _, pid := range cgroupPIDs(cg) {
+			alive[pid] = true
+		}
+	}
+	var out []Proc
 	for _, pr := range List() {
-		if pr.PID != pgid && pr.PID != os.Getpid() && pr.State != 'Z' && (pr.PGID == pgid || inTree(tree, pr)) {
-			out[pr.PID] = true
+		if pr.State == 'Z' || pr.PID == os.Getpid() || pr.PID == p.super {
+			// The supervisor is no survivor: it holds the device until the
+			// serve's tree is gone.
+			continue
+		}
+		if alive[pr.PID] || pr.PGID == p.pid || pr.SID == p.pid || inTree(tree, pr) {
+			out = append(out, pr)
 		}
 	}
 	return out
 }
 
-// sweep kills what is left of a serve: the processes of tree still alive,
-// anything still in its process group, and orphans re-parented to this
-// process (a subreaper). It reaps the ones that are its children and returns
-// the ones it killed and what survived.
-func sweep(tree []Proc, pgid int, within time.Duration) (killed map[int]bool, left []string) {
+// sweep kills what a supervisor that died left of the serve: its process
+// group and session, its cgroup, and what was in its tree, until none of
+// them is left or two seconds have passed. Orphans come back to the gate, a
+// subreaper (BecomeSubreaper): it reaps them. It returns the processes it
+// killed.
+func sweep(pgid int, tree []Proc, cgroup string) map[int]bool {
 	self := os.Getpid()
-	deadline := time.Now().Add(within)
-	seen := map[int]bool{}
-	for {
+	killed := map[int]bool{}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		inCgroup := map[int]bool{}
+		for _, pid := range cgroupPIDs(cgroup) {
+			inCgroup[pid] = true
+		}
 		var alive []Proc
 		for _, pr := range List() {
+			theirs := pr.PGID == pgid || pr.SID == pgid || inCgroup[pr.PID] || inTree(tree, pr)
 			switch {
-			case pr.PID == self:
-			case pr.PID == pgid:
-				// The serve itself is reaped by its own Wait, never here.
-				if pr.State != 'Z' {
-					alive = append(alive, pr)
-				}
+			case pr.PID == self || !theirs:
 			case pr.State == 'Z':
 				if pr.PPID == self {
 					unix.Wait4(pr.PID, nil, unix.WNOHANG, nil)
 				}
-			case pr.PGID == pgid || pr.PPID == self || inTree(tree, pr):
+			default:
 				alive = append(alive, pr)
 			}
 		}
-		if len(alive) == 0 || time.Now().After(deadline) {
-			for _, pr := range alive {
-				left = append(left, fmt.Sprintf("%d %s", pr.PID, pr.Command))
-			}
-			return seen, left
+		if len(alive) == 0 {
+			break
 		}
 		for _, pr := range alive {
-			if pr.PID != pgid {
-				seen[pr.PID] = true
-			}
+			killed[pr.PID] = true
 			unix.Kill(pr.PID, unix.SIGKILL)
-			if pr.PPID == self && pr.PID != pgid {
-				unix.Wait4(pr.PID, nil, 0, nil)
-			}
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+	return killed
+}
+
+// cgroupPIDs is the processes in a cgroup directory; none for "".
+func cgroupPIDs(dir string) []int {
+	if dir == "" {
+		return nil
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 func inTree(tree []Proc, pr Proc) bool {
@@ -273,12 +443,9 @@ func inTree(tree []Proc, pr Proc) bool {
 	return false
 }
 
-// State is how the serve ended; nil while it runs.
-func (p *Process) State() *os.ProcessState {
-	select {
-	case <-p.done:
-		return p.state
-	default:
-		return nil
-	}
+// BecomeSubreaper makes the calling process a child subreaper: should a
+// supervisor die, what it held is re-parented to the gate rather than to
+// init, so Stop can find and reap it.
+func BecomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }

@@ -16,12 +16,16 @@ import (
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
-// The test binary doubles as the simulated serve (FAKELLM=1) and as a gate
-// that starts one and waits to be killed (SERVE_TEST_GATE=1).
+// The test binary doubles as the serve's supervisor, as the simulated serve
+// (FAKELLM=1) and as a gate that starts one and waits to be killed
+// (SERVE_TEST_GATE=1).
 func TestMain(m *testing.M) {
 	switch {
+	case len(os.Args) > 1 && os.Args[1] == supervise.Command:
+		os.Exit(supervise.Main(os.Args[2:], os.Getenv, os.Stderr))
 	case os.Getenv("FAKELLM") == "1":
 		os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr))
 	case os.Getenv("SERVE_TEST_GATE") == "1":
@@ -92,7 +96,7 @@ func TestReadyAndStop(t *testing.T) {
 		t.Errorf("Exit() of a running serve = %q, %d", p.Exit(), p.ExitCode())
 	}
 	st := p.Stop(10 * time.Second)
-	if st.Signal != "TERM" || st.Exit != "exited with status 0" || st.Survivors != 0 || st.Swept != 0 {
+	if st.Signal != "TERM" || st.Exit != "exited with status 0 on the gate's TERM" || st.Survivors != 0 || st.Swept != 0 {
 		t.Errorf("Stop() = %+v, want TERM, a clean exit, nothing swept or left", st)
 	}
 	if _, alive := Stat(p.PID()); alive {
@@ -146,7 +150,7 @@ func TestStopContainment(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := p.Stop(200 * time.Millisecond)
-		if st.Signal != "KILL" || st.Exit != "killed by signal 9 (killed)" || st.Survivors != 0 {
+		if st.Signal != "KILL" || st.Exit != "stopped by the gate (KILL)" || st.Survivors != 0 {
 			t.Errorf("Stop() = %+v, want KILL and no survivors", st)
 		}
 	})
