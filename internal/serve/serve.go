@@ -302,11 +302,15 @@ type Stopped struct {
 // waits for that up to grace plus StopBound, then counts from /proc what is
 // still alive. Calling it again returns the first result.
 func (p *Process) Stop(grace time.Duration) Stopped {
-	p.stopOnce.Do(func() { p.stopped = p.stop(grace) })
+	return p.stopWithin(grace, StopBound)
+}
+
+func (p *Process) stopWithin(grace, bound time.Duration) Stopped {
+	p.stopOnce.Do(func() { p.stopped = p.stop(grace, bound) })
 	return p.stopped
 }
 
-func (p *Process) stop(grace time.Duration) Stopped {
+func (p *Process) stop(grace, within time.Duration) Stopped {
 	start := time.Now()
 	st := Stopped{Contain: p.contain.Contain}
 	// Who to look for afterwards: the tree as it is now.
@@ -314,7 +318,7 @@ func (p *Process) stop(grace time.Duration) Stopped {
 	// A supervisor that is gone already cannot read it: its end of file is
 	// on its way.
 	p.ctl.WriteString(supervise.StopRequest(grace))
-	bound := time.NewTimer(grace + StopBound)
+	bound := time.NewTimer(grace + within)
 	defer bound.Stop()
 	select {
 	case r := <-p.report:
@@ -350,33 +354,35 @@ func (p *Process) stop(grace time.Duration) Stopped {
 }
 
 // survivors is what is alive of the serve's, read from /proc rather than
-// taken from the supervisor's word: the supervisor itself and its
-// descendants while it runs, what is left in the serve's cgroup, process
-// group and session, and what was in its tree when the stop began.
+// taken from the supervisor's word: what is in the serve's cgroup, the
+// supervisor's descendants while it runs, the serve's process group and
+// session, and what was in its tree when the stop began. The cgroup is read
+// first and each of its processes looked up at once, so a process that
+// keeps forking is seen there even when a walk of /proc misses it.
 func (p *Process) survivors(tree []Proc) []Proc {
-	alive := map[int]bool{}
+	seen := map[int]bool{os.Getpid(): true, p.super: true} // the supervisor is no survivor: it holds the device until they are gone
+	var out []Proc
+	add := func(pr Proc) {
+		if !seen[pr.PID] && pr.State != 'Z' {
+			seen[pr.PID] = true
+			out = append(out, pr)
+		}
+	}
+	for _, pid := range cgroupPIDs(p.contain.Cgroup) {
+		if pr, ok := Stat(pid); ok {
+			add(pr)
+		}
+	}
 	select {
 	case <-p.gone:
 	default:
-		alive[p.super] = true
-		for _, d := range Descendants(p.super) {
-			alive[d.PID] = true
+		for _, pr := range Descendants(p.super) {
+			add(pr)
 		}
 	}
-	if cg := p.contain.Cgroup; cg != "" {
-		for _, pid := range cgroupPIDs(cg) {
-			alive[pid] = true
-		}
-	}
-	var out []Proc
 	for _, pr := range List() {
-		if pr.State == 'Z' || pr.PID == os.Getpid() || pr.PID == p.super {
-			// The supervisor is no survivor: it holds the device until the
-			// serve's tree is gone.
-			continue
-		}
-		if alive[pr.PID] || pr.PGID == p.pid || pr.SID == p.pid || inTree(tree, pr) {
-			out = append(out, pr)
+		if pr.PGID == p.pid || pr.SID == p.pid || inTree(tree, pr) {
+			add(pr)
 		}
 	}
 	return out

@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	case os.Getenv("SERVE_TEST_GATE") == "1":
 		gate()
 		return
+	case os.Getenv("SERVE_TEST_GATE") == "tree":
+		treeGate()
+		return
 	}
 	if err := BecomeSubreaper(); err != nil {
 		fmt.Fprintln(os.Stderr, "subreaper:", err)

@@ -80,9 +80,12 @@ func (p proc) dying() bool {
 		return true // gone
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "ShdPnd:"); ok {
+		name, v, _ := strings.Cut(line, ":")
+		if name == "SigPnd" || name == "ShdPnd" {
 			mask, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return mask&(1<<(unix.SIGKILL-1)) != 0
+			if mask&(1<<(unix.SIGKILL-1)) != 0 {
+				return true
+			}
 		}
 	}
 	return false

@@ -1,0 +1,267 @@
+package serve
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
+)
+
+// treePy is a serve whose tree leaves its process group: 20 children that
+// close the descriptors they inherited (subprocess does by default), 4
+// helpers in sessions of their own, and one that keeps forking and calling
+// setsid, so that its pid never stays the same. Each names the marker
+// given as its first argument.
+const treePy = `import os, subprocess, sys, time
+
+marker = sys.argv[1]
+for i in range(20):
+    subprocess.Popen(["child of " + marker, "600"], executable="sleep")
+for i in range(4):
+    subprocess.Popen(["helper of " + marker, "600"], executable="sleep", start_new_session=True)
+RUNAWAY = """
+import os, time
+while True:
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+    time.sleep(0.01)
+"""
+subprocess.Popen([sys.executable, "-c", RUNAWAY, "runaway of " + marker], start_new_session=True)
+print("started", flush=True)
+time.sleep(600)
+`
+
+// tree is a serve.py of treePy's in dir, and its log.
+type tree struct {
+	dir, marker, log string
+}
+
+func newTree(t testing.TB, marker string) tree {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tree.py"), []byte(treePy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tree{dir: dir, marker: marker, log: filepath.Join(dir, "serve.log")}
+}
+
+func (tr tree) argv() []string {
+	return []string{"python3", filepath.Join(tr.dir, "tree.py"), tr.marker}
+}
+
+// started waits until the serve has started its whole tree.
+func (tr tree) started(t testing.TB) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(tr.log); strings.Contains(string(b), "started") {
+			return
+		}
+	}
+	b, _ := os.ReadFile(tr.log)
+	t.Fatalf("the serve did not start its tree within a minute; its log:\n%s", b)
+}
+
+// alive is every live process whose command line names the marker.
+func (tr tree) alive() []string {
+	var out []string
+	for _, p := range List() {
+		if p.State != 'Z' && p.PID != os.Getpid() && strings.Contains(p.Command, tr.marker) {
+			out = append(out, p.String())
+		}
+	}
+	return out
+}
+
+// mechanisms is each containment mechanism this machine offers.
+func mechanisms(t testing.TB) []string {
+	var out []string
+	for _, m := range supervise.Mechanisms {
+		if err := supervise.Available(m); err != nil {
+			t.Logf("%s: not here: %v", m, err)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func withContain(m string) []string {
+	return append(os.Environ(), supervise.ContainEnv+"="+m)
+}
+
+func TestStopKillsTheTree(t *testing.T) {
+	for _, m := range mechanisms(t) {
+		t.Run(m, func(t *testing.T) {
+			tr := newTree(t, "stop-"+m+"-marker")
+			log, err := os.Create(tr.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer log.Close()
+			p, err := Start(Options{Argv: tr.argv(), Log: log, Env: withContain(m)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.started(t)
+			if got, _, _ := p.Contain(); got != m {
+				t.Errorf("Contain() = %s, want %s", got, m)
+			}
+			st := p.Stop(10 * time.Second)
+			// The 5 helpers needed KILL; the children died of TERM with
+			// the serve. The runaway may be counted more than once where
+			// nothing freezes it.
+			if st.Exit != "stopped by the gate (TERM)" || st.Signal != "TERM" || st.Swept < 5 || st.Survivors != 0 || st.Contain != m {
+				t.Errorf("Stop() = %+v, want the serve stopped by TERM, 5 or more swept, no survivors, by %s", st, m)
+			}
+			if m != "descendants" && st.Swept > 6 {
+				t.Errorf("Stop() swept %d from a frozen cgroup, want the 5 helpers (6 with the runaway caught in its fork)", st.Swept)
+			}
+			if left := tr.alive(); len(left) > 0 {
+				t.Errorf("alive after Stop: %s", strings.Join(left, "; "))
+			}
+		})
+	}
+}
+
+// TestSurvivorsReadFromProc stops a serve whose supervisor cannot act (it
+// is stopped with SIGSTOP): the count comes from /proc, not from the
+// supervisor's word. Let go, the supervisor then kills the tree.
+func TestSurvivorsReadFromProc(t *testing.T) {
+	tr := newTree(t, "survivor-marker")
+	log, err := os.Create(tr.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	p, err := Start(Options{Argv: tr.argv(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.started(t)
+	syscall.Kill(p.SupervisorPID(), syscall.SIGSTOP)
+	st := p.stopWithin(time.Millisecond, 200*time.Millisecond)
+	syscall.Kill(p.SupervisorPID(), syscall.SIGCONT)
+	// The serve, its 20 children, 4 helpers, and the runaway (which a
+	// walk of /proc can miss in the middle of its fork; a cgroup shows it).
+	want := 25
+	if _, cgroup, _ := p.Contain(); cgroup != "" {
+		want = 26
+	}
+	if st.Survivors < want || st.Survivors != len(st.Left) || !strings.HasPrefix(st.Exit, "still running") {
+		t.Errorf("Stop() with the supervisor stopped = %d survivors, exit %q, want %d or more, still running: %s", st.Survivors, st.Exit, want, strings.Join(st.Left, "; "))
+	}
+	<-p.gone
+	if left := tr.alive(); len(left) > 0 {
+		t.Errorf("alive after the supervisor went on: %s", strings.Join(left, "; "))
+	}
+}
+
+// treeGate is a gate (SERVE_TEST_GATE=tree) that locks the file
+// SERVE_TEST_LOCK and hands it to a tree serve as its ticket, with the
+// mechanism in the environment; it prints the supervisor's pid and blocks
+// until it is killed.
+func treeGate() {
+	lock, err := os.OpenFile(os.Getenv("SERVE_TEST_LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err == nil {
+		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX)
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	log, err := os.OpenFile(os.Getenv("SERVE_TEST_LOG"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	p, err := Start(Options{Argv: strings.Fields(os.Getenv("SERVE_TEST_ARGV")), Log: log, ExtraFiles: []*os.File{lock}})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println(p.SupervisorPID())
+	select {}
+}
+
+// killedGate starts a gate with a tree serve under mechanism m, SIGKILLs
+// it once the tree is up, and takes the gate's lock, as the next run takes
+// the device. It returns how long the lock took to be free after the kill,
+// and what of the tree was alive at that moment.
+func killedGate(t testing.TB, tr tree, m string) (free time.Duration, alive []string) {
+	t.Helper()
+	lockPath := filepath.Join(tr.dir, "ticket")
+	os.Remove(tr.log)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(withContain(m), "SERVE_TEST_GATE=tree", "SERVE_TEST_LOCK="+lockPath, "SERVE_TEST_LOG="+tr.log, "SERVE_TEST_ARGV="+strings.Join(tr.argv(), " "))
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	super, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the gate said %q", line)
+	}
+	tr.started(t)
+	lock, err := os.OpenFile(lockPath, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+		t.Fatal("the ticket is free while the gate runs")
+	}
+	// The next run, already waiting.
+	got := make(chan time.Time, 1)
+	go func() {
+		unix.Flock(int(lock.Fd()), unix.LOCK_EX)
+		got <- time.Now()
+	}()
+	killed := time.Now()
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	var at time.Time
+	select {
+	case at = <-got:
+		alive = tr.alive()
+	case <-time.After(time.Minute):
+		t.Fatalf("the ticket was not free a minute after the gate was killed; alive: %s", strings.Join(tr.alive(), "; "))
+	}
+	// The supervisor came back to this process, a subreaper: reap it.
+	unix.Wait4(super, nil, 0, nil)
+	return at.Sub(killed), alive
+}
+
+func TestKilledGate(t *testing.T) {
+	for _, m := range mechanisms(t) {
+		t.Run(m, func(t *testing.T) {
+			tr := newTree(t, "killed-"+m+"-marker")
+			_, alive := killedGate(t, tr, m)
+			if len(alive) > 0 {
+				t.Errorf("the ticket was free while the killed gate's serve left %d alive: %s", len(alive), strings.Join(alive, "; "))
+			}
+			// Whatever was missed must not linger either.
+			for _, p := range alive {
+				pid, _ := strconv.Atoi(strings.Fields(strings.TrimPrefix(p, "pid "))[0])
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		})
+	}
+}
+
