@@ -264,4 +264,3 @@ func TestKilledGate(t *testing.T) {
 		})
 	}
 }
-
