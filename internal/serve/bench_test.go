@@ -48,3 +48,30 @@ func BenchmarkReadyNotice(b *testing.B) {
 	b.ReportMetric(delays[len(delays)/2], "median-notice-ms")
 	b.ReportMetric(delays[len(delays)-1], "worst-notice-ms")
 }
+
+// BenchmarkKilledGate is the stop after a SIGKILL of the gate: a serve with
+// 20 children that closed their descriptors, 4 helpers in sessions of their
+// own and one that keeps forking and calling setsid (treePy), under each
+// mechanism this machine offers. Each run kills the gate once its serve's
+// tree is up and takes its ticket as the next run would. Reported: from
+// the kill to the ticket free (the median and the worst), and the
+// processes of the tree alive when it was free, over all runs (the goal is
+// 0).
+func BenchmarkKilledGate(b *testing.B) {
+	for _, m := range mechanisms(b) {
+		b.Run(m, func(b *testing.B) {
+			tr := newTree(b, "bench-"+m+"-marker")
+			var free []float64
+			survivors := 0
+			for b.Loop() {
+				d, alive := killedGate(b, tr, m)
+				free = append(free, float64(d)/float64(time.Millisecond))
+				survivors += len(alive)
+			}
+			slices.Sort(free)
+			b.ReportMetric(free[len(free)/2], "median-free-ms")
+			b.ReportMetric(free[len(free)-1], "worst-free-ms")
+			b.ReportMetric(float64(survivors), "survivors")
+		})
+	}
+}

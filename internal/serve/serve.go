@@ -49,9 +49,6 @@ type Options struct {
 	// is left, and inherited by the serve as fds 3, 4, ... (the device
 	// ticket's lock).
 	ExtraFiles []*os.File
-	// Supervisor is the command that runs the supervisor, to which
-	// "supervise" and its arguments are added; nil: this binary.
-	Supervisor []string
 }
 
 // StopBound is how long Stop waits, past the grace period, for the
@@ -84,10 +81,7 @@ func Start(o Options) (*Process, error) {
 	if len(o.Argv) == 0 {
 		return nil, errors.New("no serve command")
 	}
-	cmd, err := supervisorCommand(o)
-	if err != nil {
-		return nil, err
-	}
+	cmd := supervisorCommand(o)
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -146,22 +140,17 @@ func Start(o Options) (*Process, error) {
 }
 
 // supervisorCommand is the command that starts the supervisor of o.
-func supervisorCommand(o Options) (*exec.Cmd, error) {
-	words := o.Supervisor
-	if words == nil {
-		// This binary, whatever its name or path: /proc/self/exe is the file
-		// running now, even if it was replaced since.
-		words = []string{"/proc/self/exe"}
-	}
+func supervisorCommand(o Options) *exec.Cmd {
 	args := []string{supervise.Command, "--held", strconv.Itoa(len(o.ExtraFiles))}
 	if o.Foreground && o.Stdin != nil {
 		args = append(args, "--foreground")
 	}
 	args = append(append(args, "--"), o.Argv...)
-	cmd := exec.Command(words[0], append(words[1:], args...)...)
-	if o.Supervisor == nil {
-		cmd.Args[0] = os.Args[0]
-	}
+	// This binary, whatever its name or path: /proc/self/exe is the file
+	// running now, even if it was replaced since. Its name stays the one it
+	// was run by (a test binary's commands go by it).
+	cmd := exec.Command("/proc/self/exe", args...)
+	cmd.Args[0] = os.Args[0]
 	cmd.Stdout, cmd.Stderr = o.Log, o.Log
 	if o.Stdin != nil {
 		cmd.Stdin = o.Stdin
@@ -176,7 +165,7 @@ func supervisorCommand(o Options) (*exec.Cmd, error) {
 	// TERM is the supervisor's cue to stop the serve; the gate's death sends
 	// it, as does the control pipe's end of file.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	return cmd, nil
+	return cmd
 }
 
 // listen reads the supervisor's events: the first goes to started, the
