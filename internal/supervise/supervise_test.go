@@ -1,0 +1,146 @@
+package supervise
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestExitString(t *testing.T) {
+	for _, tc := range []struct {
+		exit Exit
+		want string
+	}{
+		{Exit{Code: 3}, "exited with status 3"},
+		{Exit{Code: 0, Stop: "TERM"}, "exited with status 0 on the gate's TERM"},
+		{Exit{Code: -1, Signal: 15}, "killed by signal 15 (terminated)"},
+		{Exit{Code: -1, Signal: 15, Stop: "TERM"}, "stopped by the gate (TERM)"},
+		// TERM and KILL both sent: TERM may still be what ended it.
+		{Exit{Code: -1, Signal: 15, Stop: "KILL"}, "stopped by the gate (TERM)"},
+		{Exit{Code: -1, Signal: 9, Stop: "KILL"}, "stopped by the gate (KILL)"},
+		// A KILL the gate did not send is someone else's.
+		{Exit{Code: -1, Signal: 9, Stop: "TERM"}, "killed by signal 9 (killed)"},
+		{Exit{Code: -1, Signal: 11, Stop: "TERM"}, "killed by signal 11 (segmentation fault)"},
+		{Exit{Code: -1, Lost: "its supervisor (pid 7) was killed by signal 9 (killed)"}, "ended unseen: its supervisor (pid 7) was killed by signal 9 (killed)"},
+	} {
+		if got := tc.exit.String(); got != tc.want {
+			t.Errorf("%+v.String() = %q, want %q", tc.exit, got, tc.want)
+		}
+	}
+}
+
+func TestNewExit(t *testing.T) {
+	// Wait statuses as the kernel encodes them: status<<8, or the signal.
+	for _, tc := range []struct {
+		ws   syscall.WaitStatus
+		stop string
+		want Exit
+	}{
+		{3 << 8, "", Exit{Code: 3}},
+		{syscall.WaitStatus(syscall.SIGTERM), "TERM", Exit{Code: -1, Signal: 15, Stop: "TERM"}},
+	} {
+		if got := NewExit(tc.ws, tc.stop); got != tc.want {
+			t.Errorf("NewExit(%#x, %q) = %+v, want %+v", int(tc.ws), tc.stop, got, tc.want)
+		}
+	}
+}
+
+func TestCheckContain(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"", true}, {"auto", true}, {"cgroup2", true}, {"freezer", true}, {"descendants", true},
+		{"cgroup", false}, {"Freezer", false}, {" auto", false},
+	} {
+		err := CheckContain(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckContain(%q) = %v, want ok %v", tc.in, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), ContainEnv) {
+			t.Errorf("CheckContain(%q) = %v, want it to name %s", tc.in, err, ContainEnv)
+		}
+	}
+}
+
+func TestUnder(t *testing.T) {
+	for _, tc := range []struct{ mnt, root, rel, want string }{
+		{"/sys/fs/cgroup", "/", "/system.slice/runner.service", "/sys/fs/cgroup/system.slice/runner.service"},
+		{"/sys/fs/cgroup/unified", "/", "/", "/sys/fs/cgroup/unified"},
+		// Inside a cgroup namespace the mount shows a subtree.
+		{"/sys/fs/cgroup", "/docker/abc", "/docker/abc/job", "/sys/fs/cgroup/job"},
+		{`/mnt/with space`, "/", "/a", "/mnt/with space/a"},
+	} {
+		if got := under(tc.mnt, tc.root, tc.rel); got != tc.want {
+			t.Errorf("under(%q, %q, %q) = %q, want %q", tc.mnt, tc.root, tc.rel, got, tc.want)
+		}
+	}
+	if got := unescape(`/mnt/with\040space`); got != "/mnt/with space" {
+		t.Errorf(`unescape("/mnt/with\040space") = %q`, got)
+	}
+}
+
+func TestChoose(t *testing.T) {
+	c, _, err := choose("descendants", os.Getpid())
+	if err != nil || c.name() != "descendants" || c.path() != "" {
+		t.Errorf("choose(descendants) = %v, %v, want descendants", c, err)
+	}
+	if _, _, err := choose("bogus", os.Getpid()); err == nil {
+		t.Error("choose(bogus): no error")
+	}
+	c, why, err := choose("auto", os.Getpid())
+	if err != nil {
+		t.Fatalf("choose(auto) = %v", err)
+	}
+	defer c.close()
+	// What auto passed over, it says why.
+	for i, m := range Mechanisms {
+		if m == c.name() {
+			if len(why) != i {
+				t.Errorf("choose(auto) = %s with %d reasons (%q), want one for each before it", m, len(why), why)
+			}
+			break
+		}
+	}
+}
+
+// TestFrozenCgroupStopsARunaway: a cgroup is frozen before its members are
+// counted and killed, so one kill is enough, however fast they fork.
+func TestFrozenCgroupStopsARunaway(t *testing.T) {
+	for _, m := range []string{"cgroup2", "freezer"} {
+		t.Run(m, func(t *testing.T) {
+			c, _, err := choose(m, os.Getpid())
+			if err != nil {
+				t.Skipf("not here: %v", err)
+			}
+			defer c.close()
+			// A shell that keeps forking: each round leaves a sleeping
+			// orphan behind.
+			loop := `while :; do sh -c 'sleep 600 & exit' ; done`
+			pid, err := c.start(func() (int, error) {
+				return syscall.ForkExec("/bin/sh", []string{"sh", "-c", loop}, &syscall.ProcAttr{Sys: &syscall.SysProcAttr{Setsid: true}})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer syscall.Wait4(pid, nil, 0, nil)
+			// Let it make a crowd of sleeping orphans.
+			for deadline := time.Now().Add(time.Minute); c.members() < 20 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			seen := map[key]bool{}
+			c.kill(seen)
+			if len(seen) < 20 {
+				t.Errorf("kill saw %d members, want the 20 or more that were there", len(seen))
+			}
+			for deadline := time.Now().Add(time.Minute); c.members() > 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := c.members(); n > 0 {
+				t.Errorf("%d members left after one kill", n)
+			}
+		})
+	}
+}
