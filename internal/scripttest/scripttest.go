@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,9 +23,11 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
-// Setup gives each script a device ticket of its own (NPU_HOLD_DIR) and a
-// home for ~/NPU-TOKEN.
+// Setup gives each script a device ticket of its own (NPU_HOLD_DIR), a
+// home for ~/NPU-TOKEN, and $UNIQUE: a word no other script run on the
+// machine shares, for the command lines a script looks for in /proc.
 func Setup(env *testscript.Env) error {
+	env.Setenv("UNIQUE", fmt.Sprintf("%d-%s", os.Getpid(), filepath.Base(env.WorkDir)))
 	env.Setenv("NPU_HOLD_DIR", env.WorkDir+"/locks")
 	env.Setenv("HOME", env.WorkDir+"/home")
 	return os.MkdirAll(env.WorkDir+"/home", 0o755)

@@ -56,6 +56,8 @@ func newTree(t testing.TB, marker string) tree {
 	if err := os.WriteFile(filepath.Join(dir, "tree.py"), []byte(treePy), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The pid keeps the marker apart from another run of these tests.
+	marker = fmt.Sprintf("%s-%d", marker, os.Getpid())
 	return tree{dir: dir, marker: marker, log: filepath.Join(dir, "serve.log")}
 }
 
