@@ -173,13 +173,19 @@ func (e *StrangerError) Error() string {
 }
 
 // CheckListener makes sure that what listens on port belongs to the serve's
-// process tree, so a stale server is never measured in its place.
+// tree, so a stale server is never measured in its place. The tree is
+// everything below the supervisor, and what is in the serve's cgroup: a
+// helper that left the serve's own tree (a daemon's double fork) came back
+// to the supervisor, and is the serve's still.
 func (p *Process) CheckListener(port int) error {
-	tree := Descendants(p.pid)
+	tree := Descendants(p.super)
+	for _, pid := range cgroupPIDs(p.contain.Cgroup) {
+		tree = append(tree, Proc{PID: pid})
+	}
 	var strangers []Proc
 	holders := Listeners(port)
 	for _, h := range holders {
-		if !slices.ContainsFunc(tree, func(t Proc) bool { return t.PID == h.PID }) {
+		if h.PID == p.super || !slices.ContainsFunc(tree, func(t Proc) bool { return t.PID == h.PID }) {
 			strangers = append(strangers, h)
 		}
 	}
