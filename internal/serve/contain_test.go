@@ -266,3 +266,36 @@ func TestKilledGate(t *testing.T) {
 		})
 	}
 }
+
+// TestServeThatExitsAtOnce: a serve may be gone before its supervisor has
+// said it started; the gate still learns both, in that order.
+func TestServeThatExitsAtOnce(t *testing.T) {
+	for i := range 30 {
+		type result struct {
+			p   *Process
+			err error
+		}
+		started := make(chan result, 1)
+		go func() {
+			p, err := Start(Options{Argv: []string{"true"}})
+			started <- result{p, err}
+		}()
+		var r result
+		select {
+		case r = <-started:
+		case <-time.After(time.Minute):
+			t.Fatalf("start %d: Start has not returned after a minute", i)
+		}
+		if r.err != nil {
+			t.Fatalf("start %d: %v", i, r.err)
+		}
+		select {
+		case <-r.p.Done():
+		case <-time.After(time.Minute):
+			t.Fatalf("start %d: the serve's exit was not seen after a minute", i)
+		}
+		if st := r.p.Stop(time.Second); st.Exit != "exited with status 0" || st.Signal != "" || st.Survivors != 0 {
+			t.Errorf("start %d: Stop() = %+v, want an exit of its own", i, st)
+		}
+	}
+}

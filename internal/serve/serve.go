@@ -127,8 +127,10 @@ func Start(o Options) (*Process, error) {
 	go p.listen(evR, started)
 	ev := <-started
 	if ev.Kind != supervise.Started {
-		<-p.gone
+		// Whatever it started, if anything, it stops at the end of its
+		// control pipe.
 		ctlW.Close()
+		<-p.gone
 		if ev.Error == "" {
 			ev.Error = "its supervisor " + p.gonehow
 		}

@@ -163,13 +163,17 @@ func TestStopContainment(t *testing.T) {
 		if _, err := p.WaitReady(context.Background(), base(port), autoPaths, time.Minute); err != nil {
 			t.Fatal(err)
 		}
+		// The helper is a shell and the sleep it starts: wait for both.
 		var helpers []Proc
-		for _, d := range Descendants(p.PID()) {
-			if d.PID != p.PID() {
-				helpers = append(helpers, d)
+		for deadline := time.Now().Add(time.Minute); len(helpers) < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			helpers = helpers[:0]
+			for _, d := range Descendants(p.PID()) {
+				if d.PID != p.PID() {
+					helpers = append(helpers, d)
+				}
 			}
 		}
-		if len(helpers) == 0 || helpers[0].SID == p.PID() || helpers[0].SID != helpers[0].PID {
+		if len(helpers) != 2 || helpers[0].SID == p.PID() || helpers[0].SID != helpers[0].PID {
 			t.Fatalf("no helper in a session of its own below pid %d: %+v", p.PID(), Descendants(p.PID()))
 		}
 		st := p.Stop(10 * time.Second)

@@ -120,8 +120,10 @@ func (s *supervisor) run(argv []string, contain string, foreground bool, held in
 	if err != nil {
 		return s.fail(err)
 	}
-	go s.reap()
+	// Started goes first, before the serve's exit can be seen: a serve that
+	// exits at once stays a zombie until the reaper runs.
 	s.send(Event{Kind: Started, PID: s.serve, StartedNS: started.UnixNano(), Contain: c.name(), Cgroup: c.path(), Why: strings.Join(why, "; ")})
+	go s.reap()
 
 	requests := make(chan time.Duration, 1)
 	go readControl(control, requests)
