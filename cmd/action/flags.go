@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/sethvargo/go-githubactions"
@@ -47,10 +48,11 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.MaxReplies, "max-replies", c.MaxReplies, "replies taken at most when the median's 95% interval holds the floor or the first-token limit")
 	fs.IntVar(&c.Warmup, "warmup", c.Warmup, "warm-up requests, recorded and not judged")
 	fs.IntVar(&c.MaxTokens, "max-tokens", c.MaxTokens, "max_tokens of each request")
-	fs.Float64Var(&c.Floor, "floor", c.Floor, "median decode rate floor, tok/s")
+	fs.Float64Var(&c.Floor, "floor", c.Floor, "median decode rate floor, tok/s; "+config.DefaultFloorWhy)
+	fs.Float64Var(&c.FloorFromBaseline, "floor-from-baseline", c.FloorFromBaseline, "derive the floor from --baseline: this fraction of its median rate (e.g. 0.8)")
 	fs.Float64Var(&c.FirstTokenMS, "first-token-ms", c.FirstTokenMS, "median first-token limit, ms")
-	fs.Var(&patterns{list: &c.FastRoute}, "fast-route", "RE2 pattern of a serve log line naming the fast route (repeatable)")
-	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern of a serve log line naming the slow route (repeatable)")
+	fs.Var(&patterns{list: &c.FastRoute}, "fast-route", "RE2 pattern of a serve log line naming the fast route, or 'count: RE' with two numbers captured, equal on the fast route (repeatable)")
+	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern of a serve log line naming the slow route, or 'unless-fast: RE', the slow route when no line names the fast one (repeatable)")
 	fs.StringVar(&c.Prompts, "prompts", c.Prompts, "file of prompts, one a line or JSON {\"prompt\",\"expect\"} (default: a built-in set of five)")
 	fs.StringVar(&c.Thinking, "thinking", c.Thinking, "on or off: chat_template_kwargs.enable_thinking")
 	fs.StringVar(&c.ThinkingControl, "thinking-control", c.ThinkingControl, "how thinking is turned on or off: chat-template-kwargs, reasoning-effort or both")
@@ -58,6 +60,7 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.MaxRegression, "max-regression", c.MaxRegression, "percent the median rate may fall, or the median first token rise, against --baseline")
 	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client (timed from the stream) or server (the serve's timings)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "limit for one whole reply")
+	fs.Var((*byteSize)(&c.LogLimit), "log-limit", "bytes of serve.log kept on disk, its head and its tail (e.g. 64MiB); the route is read on the whole stream")
 	fs.StringVar(&c.Out, "out", c.Out, "directory for serve.log, reply_N.json, result.json, summary.md (default: a fresh one)")
 	fs.StringVar(&c.Hold, "hold", c.Hold, "builtin (take the device's ticket), none, or command:NAME (run the serve under NAME)")
 	fs.DurationVar(&c.HoldTimeout, "hold-timeout", c.HoldTimeout, "how long to wait for the device's ticket")
@@ -106,4 +109,19 @@ func setFlags(fs *flag.FlagSet) func(string) bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return func(name string) bool { return set[name] }
+}
+
+// byteSize is a flag of bytes: 65536, 64KiB, 64MiB, 1GiB (K, M, G mean the
+// same powers of 1024).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(v string) error {
+	n, err := config.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(n)
+	return nil
 }

@@ -49,9 +49,11 @@ func (e *env) judge(args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: bad input:\n%s\n", indent(strings.Join(problems, "\n")))
 		return exitUsage
 	}
+	runRoute := res.Route
 	if err := rejudge(dir, res, &c, bl); err != nil {
 		e.stderr.Printf("npu-serve-smoke judge: %v", err)
 	}
+	keepRunRoute(res, runRoute, setFlags(fs))
 	// The report quotes the serve's log: the runner reads no workflow
 	// commands while it is printed.
 	resume := e.cmds.Stop(e.raw)
@@ -73,6 +75,9 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 	c.Floor, c.FirstTokenMS, c.RateSource = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource
 	c.MaxRegression = res.Limits.MaxRegression * 100
 	c.FastRoute, c.SlowRoute = res.Route.FastPatterns, res.Route.SlowPatterns
+	if res.Limits.FloorDerived {
+		c.FloorWhy = res.Limits.FloorWhy
+	}
 	fromRun := map[string]string{
 		"floor": "limits.floor", "first-token-ms": "limits.first_token_ms", "rate-source": "limits.rate_source",
 		"max-regression": "limits.max_regression (in percent)", "fast-route": "route.fast_patterns", "slow-route": "route.slow_patterns",
@@ -81,7 +86,7 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 		delete(fromRun, f.Name)
 		switch f.Name {
 		case "floor":
-			c.Floor = d.Floor
+			c.Floor, c.FloorWhy = d.Floor, ""
 		case "first-token-ms":
 			c.FirstTokenMS = d.FirstTokenMS
 		case "rate-source":
@@ -114,8 +119,8 @@ func limitFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client or server")
 	fs.StringVar(&c.Baseline, "baseline", c.Baseline, "an earlier run's result.json to compare with")
 	fs.Float64Var(&c.MaxRegression, "max-regression", c.MaxRegression, "percent the median rate may fall, or the first token rise, against the baseline")
-	fs.Var(&patterns{list: &c.FastRoute}, "fast-route", "RE2 pattern naming the fast route (repeatable)")
-	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern naming the slow route (repeatable)")
+	fs.Var(&patterns{list: &c.FastRoute}, "fast-route", "RE2 pattern, or count rule, naming the fast route (repeatable)")
+	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern, or unless-fast rule, naming the slow route (repeatable)")
 }
 
 // parseDir parses a subcommand's flags around its one DIR argument, which
@@ -153,4 +158,18 @@ func (e *env) parseDir(fs *flag.FlagSet, args []string) (string, bool) {
 // tail, and said in the error.
 func rejudge(dir string, res *report.Result, c *config.Config, bl *judge.Baseline) error {
 	return evidence.Judge(dir, res, c.Limits(), c.FastRoute, c.SlowRoute, bl)
+}
+
+// keepRunRoute puts back the route evidence the run read, when serve.log
+// was cut to --log-limit and no other route rule is given: the run read the
+// whole stream as it was written, so its evidence in result.json stands and
+// `judge` agrees with the run. The run's hint is kept too. (`publish` reads
+// a fork's artifact, whose result.json it does not trust, and judges on the
+// log as kept.)
+func keepRunRoute(res *report.Result, run judge.Evidence, set func(string) bool) {
+	res.Route.Hint = run.Hint
+	if res.Serve.LogDropped > 0 && !set("fast-route") && !set("slow-route") {
+		res.Route = run
+	}
+	res.Judged(judge.Judge(res.Input()))
 }

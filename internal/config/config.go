@@ -15,45 +15,61 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
 // Config is the gate's settings, by the names of its flags and action inputs.
 type Config struct {
-	Preset          string // a kind of serve whose needs set the defaults below
-	Serve           string // the serve's command line, with {port} and {model}
-	Model           string
-	Port            int // 0: pick a free one
-	Health          string
-	ChatPath        string
-	StatsPath       string // the serve's figures of its last request, read after each reply; "" for none
-	ReadyTimeout    time.Duration
-	Replies         int
-	MaxReplies      int // replies taken at most while the verdict is in doubt
-	Warmup          int
-	MaxTokens       int
-	Floor           float64
-	FirstTokenMS    float64
-	FastRoute       []string
-	SlowRoute       []string
-	Prompts         string // a file; "" for the built-in set
-	Thinking        string
-	ThinkingControl string
-	RateSource      string
-	Baseline        string  // an earlier run's result.json, or github:PATTERN (resolved by the command)
-	MaxRegression   float64 // percent the median rate may fall, or the first token rise, against it
-	RequestTimeout  time.Duration
-	Out             string // "" for a fresh directory
-	Hold            string
-	HoldTimeout     time.Duration
-	Device          string
-	Count           int // devices of the device's pool to hold
-	CheckName       string
-	Comment         string
-	PRNumber        int // the pull request to comment on from a push; 0: the event's
-	GitHubToken     string
+	Preset       string // a kind of serve whose needs set the defaults below
+	Serve        string // the serve's command line, with {port} and {model}
+	Model        string
+	Port         int // 0: pick a free one
+	Health       string
+	ChatPath     string
+	StatsPath    string // the serve's figures of its last request, read after each reply; "" for none
+	ReadyTimeout time.Duration
+	Replies      int
+	MaxReplies   int // replies taken at most while the verdict is in doubt
+	Warmup       int
+	MaxTokens    int
+	Floor        float64
+	// FloorFromBaseline derives the floor from the baseline: this fraction
+	// of its median rate. 0: the floor is --floor.
+	FloorFromBaseline float64
+	FloorWhy          string // set by Check when the floor is derived
+	FirstTokenMS      float64
+	FastRoute         []string
+	SlowRoute         []string
+	Prompts           string // a file; "" for the built-in set
+	Thinking          string
+	ThinkingControl   string
+	RateSource        string
+	Baseline          string  // an earlier run's result.json, or github:PATTERN (resolved by the command)
+	MaxRegression     float64 // percent the median rate may fall, or the first token rise, against it
+	RequestTimeout    time.Duration
+	Out               string // "" for a fresh directory
+	LogLimit          int64  // bytes of serve.log kept on disk: its head and its tail
+	Hold              string
+	HoldTimeout       time.Duration
+	Device            string
+	Count             int // devices of the device's pool to hold
+	CheckName         string
+	Comment           string
+	PRNumber          int // the pull request to comment on from a push; 0: the event's
+	GitHubToken       string
 }
+
+// DefaultFloor is the default decode-rate floor, tok/s, and DefaultFloorWhy why:
+// the reference serve measured 1.9 tok/s on the per-op forward and 87-101 on
+// the fast route, 45x apart; 60 sits in the empty space between, so it
+// needs no calibration. A serve of another speed derives its floor from its
+// baseline (--floor-from-baseline) or types one.
+const (
+	DefaultFloor    = 60
+	DefaultFloorWhy = "the default 60 sits between 1.9 tok/s of the per-op forward and 87-101 of the fast route, 45x apart"
+)
 
 // HealthAuto tries the health paths serves commonly answer on.
 const HealthAuto = "auto"
@@ -71,7 +87,8 @@ func Default() Config {
 		MaxReplies:      15,
 		Warmup:          1,
 		MaxTokens:       128,
-		Floor:           60,
+		Floor:           DefaultFloor,
+		LogLimit:        logscan.DefaultLimit,
 		FirstTokenMS:    600,
 		FastRoute:       DefaultFastRoute(),
 		SlowRoute:       DefaultSlowRoute(),
@@ -97,6 +114,7 @@ type Plan struct {
 	Prompts     []prompts.Prompt
 	HealthPaths []string
 	HoldCommand string          // for --hold command:NAME, NAME as found
+	RouteHint   string          // how to make the serve print its route evidence, when it hides it
 	Baseline    *judge.Baseline // the baseline's medians, when there is one
 }
 
@@ -109,7 +127,14 @@ func DefaultSlowRoute() []string { return slices.Clone(judge.DefaultSlowRoute) }
 
 // Limits are the judging limits of the configuration.
 func (c *Config) Limits() judge.Limits {
-	return judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: c.MaxRegression / 100}
+	l := judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: c.MaxRegression / 100}
+	if c.Floor == DefaultFloor && c.FloorFromBaseline == 0 {
+		l.FloorWhy = DefaultFloorWhy
+	}
+	if c.FloorWhy != "" {
+		l.FloorWhy, l.FloorDerived = c.FloorWhy, true
+	}
+	return l
 }
 
 // LookPath finds an executable, as exec.LookPath does.
@@ -147,6 +172,10 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 			bad("--serve: the executable %q was not found or cannot run (%v); install it, put it on PATH or give its full path", p.Argv[0], unwrapExec(err))
 		}
 		p.Executable = exe
+		p.RouteHint = routeHint(c.Preset, p.Argv)
+		if d := deviceChoice(p.Argv); d != "" && c.Preset == "ovms" {
+			bad("--serve: --target_device %s starts on the CPU (AUTO serves from the CPU while the NPU compiles, and leaves the NPU out of its default list; HETERO splits the model): pass --target_device NPU", d)
+		}
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		bad("--port %d is out of range; pass 1 to 65535, or 0 to pick a free port", c.Port)
@@ -184,6 +213,16 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 		if p.Baseline, err = LoadBaseline(c.Baseline, c.Limits()); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.FloorFromBaseline != 0 && c.Baseline == "" {
+		bad("--floor-from-baseline %v needs --baseline: the floor is that fraction of the baseline's median rate", c.FloorFromBaseline)
+	}
+	if p.Baseline != nil && c.FloorFromBaseline != 0 {
+		p.Floor = c.FloorFromBaseline * p.Baseline.Rate
+		p.FloorWhy = fmt.Sprintf("%g of the baseline's median %.1f tok/s (%s)", c.FloorFromBaseline, p.Baseline.Rate, c.Baseline)
+	}
+	if c.LogLimit < logscan.MinLimit {
+		bad("--log-limit %d: pass at least %d bytes (e.g. 64MiB); serve.log keeps its head and tail within it", c.LogLimit, logscan.MinLimit)
 	}
 	if c.Prompts == "" {
 		p.Prompts = prompts.Builtin()
@@ -268,29 +307,31 @@ func (c *Config) CheckLimitsFrom(name func(flag string) string) error {
 	if !(c.FirstTokenMS > 0) || math.IsInf(c.FirstTokenMS, 0) {
 		errs = append(errs, fmt.Errorf("%s %v: pass a positive number of milliseconds", name("first-token-ms"), c.FirstTokenMS))
 	}
+	if !(c.FloorFromBaseline >= 0 && c.FloorFromBaseline <= 1) {
+		errs = append(errs, fmt.Errorf("--floor-from-baseline %v: pass a fraction of the baseline's median rate from 0 to 1, e.g. 0.8", c.FloorFromBaseline))
+	}
 	if c.RateSource != judge.RateClient && c.RateSource != judge.RateServer {
 		errs = append(errs, fmt.Errorf("%s %q: pass client or server", name("rate-source"), c.RateSource))
 	}
 	if !(c.MaxRegression >= 0 && c.MaxRegression < 100) {
 		errs = append(errs, fmt.Errorf("%s %v: pass a percentage from 0 to under 100, e.g. 10", name("max-regression"), c.MaxRegression))
 	}
-	errs = append(errs, checkPatterns(name("fast-route"), c.FastRoute)...)
-	errs = append(errs, checkPatterns(name("slow-route"), c.SlowRoute)...)
+	errs = append(errs, checkPatterns(name("fast-route"), true, c.FastRoute)...)
+	errs = append(errs, checkPatterns(name("slow-route"), false, c.SlowRoute)...)
 	return errors.Join(errs...)
 }
 
-// checkPatterns gives a problem for each route pattern the judge would
-// refuse, so all of them are fixed in one go.
-func checkPatterns(name string, patterns []string) []error {
+// checkPatterns gives a problem for each route rule of the fast (or slow)
+// list the judge would refuse, so all of them are fixed in one go: RE2
+// patterns, and count: and unless-fast: rules (README: route rules).
+func checkPatterns(name string, fast bool, patterns []string) []error {
 	if len(patterns) == 0 {
 		return []error{fmt.Errorf("%s: no pattern given; pass at least one RE2 pattern", name)}
 	}
 	var errs []error
 	for _, p := range patterns {
-		if p == "" {
-			errs = append(errs, fmt.Errorf("%s: an empty pattern matches every line; pass a pattern the serve prints on that route", name))
-		} else if _, err := regexp.Compile(p); err != nil {
-			errs = append(errs, fmt.Errorf("%s %q is not a valid RE2 pattern: %v", name, p, err))
+		if err := judge.CheckRule(name, fast, p); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errs

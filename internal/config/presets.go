@@ -2,13 +2,17 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 )
 
 // Preset is what one kind of serve needs: where it answers, how thinking is
 // turned off, where its own figures are, and the log lines that name its
-// route. A preset sets only what the user did not set.
+// route. A preset sets only what the user did not set. Each fact's source
+// and the version it was read in are in the README's presets table.
 type Preset struct {
 	Health          string
 	ChatPath        string
@@ -16,6 +20,15 @@ type Preset struct {
 	StatsPath       string
 	FastRoute       []string
 	SlowRoute       []string
+	// Hint says how to make the serve print its evidence, when it hides it
+	// by default; it is given unless the serve's words already do it.
+	Hint *Hint
+}
+
+// Hint is a way to make a serve print its route evidence.
+type Hint struct {
+	Text  string   // what to do, as the route detail says it
+	Flags []string // any of these among the serve's words: already done
 }
 
 // Ways of turning thinking off.
@@ -25,32 +38,92 @@ const (
 	ThinkingBoth   = "both"
 )
 
-// llama.cpp prints "load_tensors: offloaded N/M layers to GPU" when it loads
-// a model (src/llama-model.cpp); none offloaded is the CPU route.
+// llama.cpp's load_tensors lines (src/llama-model.cpp). "offloaded N/M
+// layers to GPU" is printed only when a GPU, iGPU or RPC device is built in,
+// and N is the number asked for, so the model buffer lines say where the
+// weights went: a device buffer (its name from the backend's source, the
+// device's index after it) is the fast route; CPU buffers alone are the
+// slow route (a full offload still keeps CPU_Mapped token embeddings).
+// CUDA_Host, Vulkan_Host, CANN_Host... are pinned host memory, not device.
 var (
-	llamaFast = []string{`offloaded [1-9][0-9]*/[0-9]+ layers to GPU`}
-	llamaSlow = []string{`offloaded 0/[0-9]+ layers to GPU`}
+	llamaOffload     = judge.CountPrefix + `load_tensors: offloaded (\d+)/(\d+) layers to GPU`
+	llamaDeviceModel = `load_tensors: +(?:(?:CUDA|ROCm|MUSA|Vulkan|SYCL|CANN|MTL|HTP|OPENVINO)\d+|Metal|OpenCL|WebGPU|zDNN|RPC\[[^\]]*\]) model buffer size`
+	llamaCPUModel    = judge.UnlessFastPrefix + `load_tensors: +(?:CPU(?:_Mapped|_REPACK|_AARCH64)?|\w+_Host|AMX) model buffer size`
+
+	llamaFast = []string{llamaOffload, llamaDeviceModel}
+	llamaSlow = []string{llamaCPUModel}
+
+	// llama-server prints no model-loading line at its default verbosity
+	// (3, info); -lv 4 (--verbosity, --log-verbosity) shows them
+	// (common/arg.cpp).
+	llamaServerHint = &Hint{
+		Text:  "llama-server prints its load lines (offloaded N/M layers, model buffers) only at verbosity 4: add -lv 4 to --serve",
+		Flags: []string{"-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose"},
+	}
 )
 
-// Presets by name. Sources are named in the README.
+// Ollama logs its placement at INFO (llm/server.go: slog.Info("offload",
+// "", estimate); llm/memory.go LogValue): "msg=offload library=cpu
+// layers.requested=-1 layers.model=3 layers.offload=0". layers.model counts
+// the output layer, as layers.offload does when all fit.
+var (
+	ollamaOffload = judge.CountPrefix + `msg=offload library=\S+ layers\.requested=\S+ layers\.model=(\d+) layers\.offload=(\d+)`
+	ollamaCPU     = `msg=offload library=cpu `
+)
+
+// vLLM: CUDA graphs captured is the fast route; eager mode (the per-op
+// forward's analogue) and CPU attention backends are the slow route
+// (vllm/v1/worker/gpu_model_runner.py, vllm/config/vllm.py,
+// vllm/platforms/cuda.py and cpu.py).
+var (
+	vllmFast = []string{`Graph capturing finished in \d+ secs`}
+	vllmSlow = []string{
+		`Enforce eager set, disabling torch\.compile and CUDAGraphs`,
+		`Cudagraph is disabled under eager mode`,
+		`Skipping CUDA graph capture`,
+		`Using (?:AttentionBackendEnum\.)?(?:TORCH_SDPA|CPU_ATTN)(?: attention)? backend`,
+	}
+	// vllm-ascend captures ACL graphs through the same capture_model and
+	// says "Replaying aclgraph" once a request replays one; eager mode and
+	// graph modes the NPU refuses are the slow route (vllm_ascend/platform.py,
+	// compilation/acl_graph.py).
+	vllmAscendFast = []string{`Graph capturing finished in \d+ secs`, `Replaying aclgraph`}
+	vllmAscendSlow = append([]string{
+		`Compilation disabled, using eager mode by default`,
+		`cudagraph_mode is not support on NPU\. falling back to NONE`,
+		`setting CUDAGraphMode to NONE`,
+	}, vllmSlow[:3]...)
+)
+
+// Presets by name.
 var Presets = map[string]Preset{
 	"llama.cpp": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: llamaFast, SlowRoute: llamaSlow},
-	// vLLM names the attention backend it picked at start ("Using
-	// FLASH_ATTN backend."); TORCH_SDPA and CPU_ATTN are its CPU backends.
+		FastRoute: llamaFast, SlowRoute: llamaSlow, Hint: llamaServerHint},
 	"vllm": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: []string{`Using (FLASH_ATTN|FLASHINFER|FLASH_ATTN_MLA|FLASHMLA|TRITON_ATTN|TRITON_MLA|ROCM_ATTN|ROCM_AITER_FA|ROCM_AITER_MLA|PALLAS)( attention)? backend`},
-		SlowRoute: []string{`Using (TORCH_SDPA|CPU_ATTN)( attention)? backend`}},
-	// Lemonade serves everything under /api/v1 too, and its own figures of
-	// the last request at /api/v1/stats.
-	"lemonade": {Health: "/api/v1/health", ChatPath: "/api/v1/chat/completions", ThinkingControl: ThinkingKwargs,
-		StatsPath: "/api/v1/stats", FastRoute: llamaFast, SlowRoute: llamaSlow},
-	// Ollama answers "Ollama is running" on /, and turns thinking off in its
-	// OpenAI-compatible API with reasoning_effort "none"; its log carries
-	// llama.cpp's load lines.
+		FastRoute: vllmFast, SlowRoute: vllmSlow},
+	"vllm-ascend": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
+		FastRoute: vllmAscendFast, SlowRoute: vllmAscendSlow},
+	// OpenVINO Model Server: KServe health, OpenAI API under /v3. With no
+	// target device it picks one, never the NPU; the NPU runs the stateful
+	// (legacy) LLM servable, other devices continuous batching.
+	"ovms": {Health: "/v2/health/ready", ChatPath: "/v3/chat/completions", ThinkingControl: ThinkingKwargs,
+		FastRoute: []string{`Initializing Language Model Legacy servable`},
+		SlowRoute: []string{`No device specified, using recommended device: CPU`, `Initializing Language Model Continuous Batching servable`}},
+	// FastFlowLM runs on the NPU only; it has no health path, /v1/models
+	// answers once it is up. Its log names no route: give your own.
+	"flm": {Health: "/v1/models", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingBoth,
+		FastRoute: []string{`NPU access granted for request`}, SlowRoute: []string{`(?i)no (?:amd )?npu (?:device )?(?:found|detected)`}},
+	// Lemonade answers under /v1 (and /api/v1), and has its own figures of
+	// the last request at /v1/stats; its llamacpp recipe prints llama.cpp's
+	// lines.
+	"lemonade": {Health: "/v1/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
+		StatsPath: "/v1/stats", FastRoute: llamaFast, SlowRoute: llamaSlow},
+	// Ollama answers "Ollama is running" on /, turns thinking off in its
+	// OpenAI-compatible API with reasoning_effort "none", and logs where it
+	// put the layers, then its runner's llama.cpp load lines.
 	"ollama": {Health: "/", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingEffort,
-		FastRoute: llamaFast, SlowRoute: llamaSlow},
-	// The reference serve: the gate's own defaults.
+		FastRoute: append([]string{ollamaOffload}, llamaFast...), SlowRoute: append([]string{ollamaCPU}, llamaSlow...)},
+	// The reference serve: the gate's own defaults, its count note first.
 	"1bit": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
 		FastRoute: DefaultFastRoute(), SlowRoute: DefaultSlowRoute()},
 }
@@ -91,4 +164,43 @@ func (c *Config) ApplyPreset(set func(flag string) bool) error {
 		c.SlowRoute = slices.Clone(p.SlowRoute)
 	}
 	return nil
+}
+
+// routeHint is how to make the serve print its route evidence, when it is
+// known to hide it and its words do not already ask for it: by its preset,
+// or by its executable's name (llama-server, run directly or through
+// another command).
+func routeHint(preset string, argv []string) string {
+	h := Presets[preset].Hint
+	if h == nil && slices.ContainsFunc(argv, func(w string) bool { return filepath.Base(w) == "llama-server" }) {
+		h = llamaServerHint
+	}
+	if h == nil {
+		return ""
+	}
+	for _, w := range argv {
+		name, _, _ := strings.Cut(w, "=")
+		if slices.Contains(h.Flags, name) {
+			return ""
+		}
+	}
+	return h.Text
+}
+
+// deviceChoice finds an OpenVINO device string that starts on the CPU:
+// AUTO (the NPU is not in its default list, and it serves from the CPU
+// while the target compiles) or HETERO. It returns the word, or "".
+func deviceChoice(argv []string) string {
+	for i, w := range argv {
+		v := ""
+		if name, val, ok := strings.Cut(w, "="); ok && name == "--target_device" {
+			v = val
+		} else if w == "--target_device" && i+1 < len(argv) {
+			v = argv[i+1]
+		}
+		if u := strings.ToUpper(v); strings.HasPrefix(u, "AUTO") || strings.HasPrefix(u, "HETERO") {
+			return v
+		}
+	}
+	return ""
 }

@@ -2,6 +2,9 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -96,4 +99,21 @@ func QuoteWords(words ...string) string {
 
 func safe(c rune) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./:=,+@%{}", c)
+}
+
+// ParseSize reads a size in bytes: a whole number, with an optional unit
+// K, KiB, M, MiB, G or GiB (all powers of 1024) or B.
+func ParseSize(v string) (int64, error) {
+	s := strings.TrimSpace(v)
+	i := len(s)
+	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
+		i--
+	}
+	units := map[string]int64{"": 1, "B": 1, "K": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GIB": 1 << 30}
+	mult, ok := units[strings.ToUpper(strings.TrimSpace(s[i:]))]
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if !ok || err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a size; pass bytes, or a number with KiB, MiB or GiB (e.g. 64MiB)", v)
+	}
+	return n * mult, nil
 }

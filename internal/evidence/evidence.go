@@ -28,6 +28,9 @@ func Judge(dir string, res *report.Result, l judge.Limits, fast, slow []string, 
 	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
 	res.Route = scan.Route
 	res.Serve.LogTail, res.Serve.LogBytes = scan.Tail, scan.Bytes
+	// serve.log may have been cut to --log-limit: the route detail says
+	// how much of the log this reading could not see.
+	res.Route.Dropped = res.Serve.LogDropped
 	res.Judged(judge.Judge(res.Input()))
 	if err != nil {
 		return fmt.Errorf("%v; the route is judged on an empty log", err)

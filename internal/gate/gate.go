@@ -104,20 +104,17 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 	}
 	g.logf("out: %s", out)
 
-	if err := g.measure(ctx, res, out); err != nil {
-		return nil, err
-	}
-
-	// Judge what the log and the replies say.
+	// The route is read on the serve's output as it is written, before
+	// serve.log is cut to its limit.
 	m, err := judge.NewRouteMatcher(p.FastRoute, p.SlowRoute)
 	if err != nil {
 		return nil, &SetupError{err}
 	}
-	scan, err := logscan.ScanFile(filepath.Join(out, report.LogFile), m)
-	if err != nil && res.NoReplies == "" {
-		res.NoReplies = "the serve log could not be read: " + err.Error()
+	res.Route = m.Evidence()
+	if err := g.measure(ctx, res, out, m); err != nil {
+		return nil, err
 	}
-	res.Route, res.Serve.LogTail, res.Serve.LogBytes = scan.Route, scan.Tail, scan.Bytes
+	res.Route.Hint = p.RouteHint
 	if res.NoReplies != "" && res.Serve.Exit != "" && !strings.Contains(res.NoReplies, res.Serve.Exit) {
 		res.NoReplies += "; the serve then " + res.Serve.Exit
 	}
@@ -138,7 +135,7 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 // "What happens, in order" gives. Whatever goes wrong ends up in
 // res.NoReplies or the replies, but for a port that cannot be had: a
 // SetupError, with nothing started.
-func (g *Gate) measure(ctx context.Context, res *report.Result, out string) error {
+func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *judge.RouteMatcher) error {
 	ticket, ok := g.takeDevice(ctx, res)
 	if !ok {
 		return nil
@@ -161,7 +158,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string) erro
 	if err != nil {
 		return &SetupError{err}
 	}
-	proc, stop := g.startServe(ctx, res, out, port, held)
+	proc, stop := g.startServe(ctx, res, out, port, held, m)
 	if proc == nil {
 		return nil
 	}
@@ -208,20 +205,22 @@ func (g *Gate) releaseDevice(t Ticket, res *report.Result, held time.Time) {
 	g.logf("hold: %s released", g.Plan.Device)
 }
 
-// startServe starts the serve on port, its output in out/serve.log. It
-// returns nil when it could not start (the reason is in res), else the
-// process and the function that stops it and records how.
-func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, port int, held lease) (*serve.Process, func()) {
+// startServe starts the serve on port, its output read for route evidence
+// as it comes and kept in out/serve.log within --log-limit. It returns nil
+// when it could not start (the reason is in res), else the process and the
+// function that stops it and records how, and what its output held.
+func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, port int, held lease, m *judge.RouteMatcher) (*serve.Process, func()) {
 	p := g.Plan
 	res.Serve.Argv, res.Serve.Port = wrap(p.HoldCommand, fill(p.Argv, port, held.devices)), port
-	logf, err := os.OpenFile(filepath.Join(out, report.LogFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	capture, w, err := logscan.NewCapture(filepath.Join(out, report.LogFile), p.LogLimit, m)
 	if err != nil {
 		res.NoReplies = "the serve log could not be created: " + err.Error()
 		return nil, nil
 	}
-	proc, err := serve.Start(serve.Options{Argv: res.Serve.Argv, Env: held.env, Log: logf, ExtraFiles: held.files})
+	proc, err := serve.Start(serve.Options{Argv: res.Serve.Argv, Env: held.env, Log: w, ExtraFiles: held.files})
+	w.Close() // the serve holds it now: the capture ends when the serve's last process closes it
 	if err != nil {
-		logf.Close()
+		g.readLog(res, capture)
 		res.NoReplies = "the serve did not start: " + err.Error()
 		return nil, nil
 	}
@@ -231,8 +230,28 @@ func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, p
 	res.Serve.Contain = mechanism
 	g.logf("serve: held by its supervisor, pid %d, with %s", proc.SupervisorPID(), report.ConsoleText(containText(mechanism, cgroup, why)))
 	return proc, func() {
-		defer logf.Close()
 		g.stopServe(ctx, res, proc)
+		g.readLog(res, capture)
+	}
+}
+
+// LogDrain bounds the wait for the serve's output to end once the serve is
+// stopped: a process that escaped the stop may hold it open.
+const LogDrain = 2 * time.Second
+
+// readLog finishes reading the serve's output and records what it held.
+func (g *Gate) readLog(res *report.Result, c *logscan.Capture) {
+	got, err := c.Wait(LogDrain)
+	if err != nil {
+		g.logf("serve: log: %v", err)
+		if res.NoReplies == "" {
+			res.NoReplies = "the serve log could not be written: " + err.Error()
+		}
+	}
+	res.Route, res.Serve.LogTail, res.Serve.LogBytes = got.Route, got.Tail, got.Bytes
+	res.Serve.LogDropped = got.Dropped
+	if got.Dropped > 0 {
+		g.logf("serve: log: %d bytes, %d cut from serve.log (--log-limit %d); the route was read on all of them", got.Bytes, got.Dropped, g.Plan.LogLimit)
 	}
 }
 

@@ -41,6 +41,11 @@ type Limits struct {
 	// MaxRegression is how far the median rate may fall, or the median first
 	// token rise, against a baseline: 0.10 is 10%.
 	MaxRegression float64 `json:"max_regression,omitempty"`
+	// FloorWhy says where the floor comes from when it was not typed: the
+	// default's reason, or the baseline it was derived from. A failed rate
+	// says it, and so does a derived floor always.
+	FloorWhy     string `json:"floor_why,omitempty"`
+	FloorDerived bool   `json:"floor_derived,omitempty"`
 }
 
 // RateOf is the figure the rate assertion judges for one reply: its decode
@@ -122,26 +127,54 @@ func judgeRoute(ev Evidence) Assertion {
 	// if, not switch: each condition is then a statement of its own, which
 	// mutation testing can reach.
 	if ev.Slow != nil && ev.Fast != nil {
-		a.Detail = fmt.Sprintf("the serve log names both routes; the slow route wins the doubt: %s (line %d), after %s (line %d)",
-			Quote(ev.Slow.Text, lineQuote), ev.Slow.Line, Quote(ev.Fast.Text, lineQuote), ev.Fast.Line)
-		return a
-	}
-	if ev.Slow != nil {
-		a.Detail = fmt.Sprintf("the serve log names the slow route: %s (line %d); this run is on the slow route",
-			Quote(ev.Slow.Text, lineQuote), ev.Slow.Line)
-		return a
-	}
-	if ev.Fast != nil {
+		a.Detail = fmt.Sprintf("the serve log names both routes; the slow route wins the doubt: %s, after %s",
+			quoteMatch(ev.Slow), quoteMatch(ev.Fast))
+	} else if ev.Slow != nil {
+		a.Detail = fmt.Sprintf("the serve log names the slow route: %s; this run is on the slow route", quoteMatch(ev.Slow))
+	} else if ev.Fast != nil {
 		a.OK = true
-		a.Detail = fmt.Sprintf("the serve log names the fast route: %s (line %d)", Quote(ev.Fast.Text, lineQuote), ev.Fast.Line)
-		return a
+		a.Detail = fmt.Sprintf("the serve log names the fast route: %s", quoteMatch(ev.Fast))
+	} else {
+		a.Detail = neither(ev)
 	}
-	a.Detail = fmt.Sprintf("the serve log names neither route (fast: %s; slow: %s): the evidence has to be there",
-		strings.Join(ev.FastPatterns, ", "), strings.Join(ev.SlowPatterns, ", "))
-	if ev.Lines == 0 {
-		a.Detail += "; the log is empty"
+	if ev.LongLines > 0 {
+		a.Detail += fmt.Sprintf("; %d line(s) longer than %d KiB, the first at line %d, were read in windows overlapping by %d KiB",
+			ev.LongLines, MaxLine>>10, ev.FirstLongLine, Overlap>>10)
+	}
+	if ev.Dropped > 0 {
+		a.Detail += fmt.Sprintf("; %d bytes of the log were cut from serve.log before this reading (the run's own scan read them): evidence there was not seen", ev.Dropped)
 	}
 	return a
+}
+
+// quoteMatch is a matched line as the route detail quotes it.
+func quoteMatch(m *Match) string {
+	s := fmt.Sprintf("%s (line %d)", Quote(m.Text, lineQuote), m.Line)
+	if m.Why != "" {
+		s += ": " + m.Why
+	}
+	return s
+}
+
+// neither says what was looked for, how to make the serve print it when
+// that is known, and what the log does say about devices.
+func neither(ev Evidence) string {
+	d := fmt.Sprintf("the serve log names neither route (looked for fast: %s; slow: %s): the evidence has to be there",
+		strings.Join(ev.FastPatterns, ", "), strings.Join(ev.SlowPatterns, ", "))
+	if ev.Hint != "" {
+		d += "; " + ev.Hint
+	}
+	if ev.Lines == 0 {
+		return d + "; the log is empty"
+	}
+	if len(ev.Devices) == 0 {
+		return d + fmt.Sprintf("; none of its %d lines mentions a device (CPU, GPU, NPU, device, backend, ...)", ev.Lines)
+	}
+	var quoted []string
+	for i := range ev.Devices {
+		quoted = append(quoted, fmt.Sprintf("%s (line %d)", Quote(ev.Devices[i].Text, deviceQuote), ev.Devices[i].Line))
+	}
+	return d + "; what it says about devices: " + strings.Join(quoted, ", ")
 }
 
 func judgeRate(replies []measure.Reply, l Limits) Assertion {
@@ -180,6 +213,9 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	m := Median(rates)
 	a.OK = m >= l.Floor
 	a.Detail = fmt.Sprintf("median %.1f tok/s%s %s", m, source, figures)
+	if l.FloorWhy != "" && (!a.OK || l.FloorDerived) {
+		a.Detail += "; the floor: " + l.FloorWhy
+	}
 	return a
 }
 
@@ -319,6 +355,7 @@ func Median(xs []float64) float64 {
 // Bounds for text quoted in details; the text is the serve's and untrusted.
 const (
 	lineQuote    = 200
+	deviceQuote  = 120
 	contentQuote = 60
 	errorQuote   = 200
 )

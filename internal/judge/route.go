@@ -1,22 +1,48 @@
 package judge
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
-// The reference serve's own wording for its two routes.
+// The reference serve's own wording for its two routes. Its ready line
+// names counts ("4 of 4 roles have a 16-row decode kernel"), which is better
+// evidence than the route's name: the count rule comes first, so it is the
+// one quoted, and a count short of the total is the slow route even on a
+// line that names the private route.
 var (
-	DefaultFastRoute = []string{`on the private route`}
+	DefaultFastRoute = []string{NoteRule, `on the private route`}
 	DefaultSlowRoute = []string{`per-op forward`}
 )
 
-// Match is a log line that matched a route pattern.
+// NoteRule is the reference serve's note: how many of its roles have a
+// 16-row decode kernel, all of them being the fast route.
+const NoteRule = CountPrefix + `(\d+) of (\d+) role(?:\(s\)|s)? ha(?:ve|s) a 16-row decode kernel`
+
+// Rule kinds, written before a pattern. A pattern without one is plain RE2:
+// a line it matches names that route.
+const (
+	// CountPrefix (in --fast-route): the pattern has two groups capturing
+	// numbers, N and M. Equal, the line names the fast route; not equal, it
+	// names the slow route, quoted with both numbers ("offloaded 20/29").
+	CountPrefix = "count: "
+	// UnlessFastPrefix (in --slow-route): the line names the slow route only
+	// when no line of the log names the fast route ("CPU_Mapped model buffer"
+	// is the slow route only when no device model buffer is there too).
+	UnlessFastPrefix = "unless-fast: "
+)
+
+// Match is a log line that matched a route rule.
 type Match struct {
-	Line    int    `json:"line"` // 1-based
-	Text    string `json:"text"` // the line, cut to MaxLine bytes
+	Line    int    `json:"line"` // 1-based, counted by line feeds as in the file
+	Text    string `json:"text"` // the line, or a part of it around the match when it is long
 	Pattern string `json:"pattern"`
+	Why     string `json:"why,omitempty"` // what a rule read: "20 of 29", "no line names the fast route"
 }
 
 // Evidence is what the serve log says about the route.
@@ -26,74 +52,276 @@ type Evidence struct {
 	Fast         *Match   `json:"fast,omitempty"` // first line naming the fast route
 	Slow         *Match   `json:"slow,omitempty"` // first line naming the slow route
 	Lines        int      `json:"lines"`          // lines read
+	// Devices are the first lines that mention a device (CPU, GPU, NPU,
+	// backend, ...), for a log that names neither route.
+	Devices []Match `json:"devices,omitempty"`
+	// LongLines counts lines longer than MaxLine, matched in windows of
+	// MaxLine bytes that overlap by Overlap; FirstLongLine is the first.
+	LongLines     int `json:"long_lines,omitempty"`
+	FirstLongLine int `json:"first_long_line,omitempty"`
+	// Hint says how to make the serve print its evidence, when it is known
+	// to hide it by default.
+	Hint string `json:"hint,omitempty"`
+	// Dropped is how many bytes of the log were not read: serve.log keeps
+	// its head and tail, and a re-judge with other rules reads only those.
+	Dropped int64 `json:"dropped,omitempty"`
 }
 
-// MaxLine is how much of one log line is matched and kept; the rest of a
-// longer line is passed over, so memory stays bounded whatever the serve
-// prints.
-const MaxLine = 65536 // 64 KiB
+// MaxLine is how much of one log line is matched at a time. A longer line
+// is matched in windows of MaxLine bytes, each starting Overlap bytes before
+// the last one ended, so a match of up to Overlap bytes across a cut is
+// found; memory stays bounded whatever the serve prints.
+const (
+	MaxLine = 65536 // 64 KiB
+	Overlap = 4096
+)
+
+// MaxDevices is how many lines mentioning a device the evidence keeps.
+const MaxDevices = 8
+
+// deviceWords are what a line says about devices.
+var deviceWords = regexp.MustCompile(`(?i)cpu|gpu|npu|device|backend|cuda|rocm|vulkan|metal|sycl|cann|ascend|opencl|hexagon|xdna|openvino|accel|offload`)
+
+type ruleKind int
+
+const (
+	plain ruleKind = iota
+	count
+	unlessFast
+)
+
+type rule struct {
+	kind       ruleKind
+	re         *regexp.Regexp
+	src        string // as written, prefix included
+	begin, end bool   // anchored at the start or end of the line or text
+}
 
 // RouteMatcher finds route evidence in a log fed to it line by line. It holds
 // only the first match of each route, so it can read a log of any size.
 type RouteMatcher struct {
-	fast, slow []*regexp.Regexp
+	fast, slow []rule
 	ev         Evidence
+	weak       *Match // first unless-fast match
+	lastLong   int
 }
 
-// NewRouteMatcher compiles the fast and slow route patterns (RE2). Each list
-// needs at least one pattern.
+// NewRouteMatcher compiles the fast and slow route rules: RE2 patterns, or
+// a kind and a pattern ("count: offloaded (\d+)/(\d+) layers"). Each list
+// needs at least one. Every problem is reported, not only the first.
 func NewRouteMatcher(fast, slow []string) (*RouteMatcher, error) {
 	m := &RouteMatcher{ev: Evidence{FastPatterns: fast, SlowPatterns: slow}}
-	var err error
-	if m.fast, err = compileAll("fast-route", fast); err != nil {
-		return nil, err
-	}
-	if m.slow, err = compileAll("slow-route", slow); err != nil {
+	var errFast, errSlow error
+	m.fast, errFast = compileAll("--fast-route", true, fast)
+	m.slow, errSlow = compileAll("--slow-route", false, slow)
+	if err := errors.Join(errFast, errSlow); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-func compileAll(name string, patterns []string) ([]*regexp.Regexp, error) {
+func compileAll(name string, fast bool, patterns []string) ([]rule, error) {
 	if len(patterns) == 0 {
-		return nil, fmt.Errorf("--%s: no pattern given; pass at least one RE2 pattern", name)
+		return nil, fmt.Errorf("%s: no pattern given; pass at least one RE2 pattern", name)
 	}
-	res := make([]*regexp.Regexp, 0, len(patterns))
+	var errs []error
+	res := make([]rule, 0, len(patterns))
 	for _, p := range patterns {
-		if p == "" {
-			return nil, fmt.Errorf("--%s: an empty pattern matches every line; pass a pattern the serve prints on that route", name)
-		}
-		re, err := regexp.Compile(p)
+		r, err := compile(name, fast, p)
 		if err != nil {
-			return nil, fmt.Errorf("--%s %s is not a valid RE2 pattern: %v", name, strconv.Quote(p), err)
+			errs = append(errs, err)
+			continue
 		}
-		res = append(res, re)
+		res = append(res, r)
 	}
-	return res, nil
+	return res, errors.Join(errs...)
 }
 
-// Line feeds the next log line (without its line break). A line longer than
-// MaxLine is matched on its first MaxLine bytes. Line keeps no reference to
-// text.
+// CheckRule checks one rule of the fast (or slow) list; name is where it
+// came from (--fast-route, or a field of a result.json), for the message.
+func CheckRule(name string, fast bool, p string) error {
+	_, err := compile(name, fast, p)
+	return err
+}
+
+func compile(name string, fast bool, p string) (rule, error) {
+	r := rule{src: p}
+	expr := p
+	if rest, ok := strings.CutPrefix(p, CountPrefix); ok {
+		r.kind, expr = count, rest
+	}
+	if rest, ok := strings.CutPrefix(p, UnlessFastPrefix); ok {
+		r.kind, expr = unlessFast, rest
+	}
+	if strings.TrimSpace(expr) == "" {
+		return r, fmt.Errorf("%s %s: an empty pattern matches every line; pass a pattern the serve prints on that route", name, strconv.Quote(p))
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return r, fmt.Errorf("%s %s is not a valid RE2 pattern: %v", name, strconv.Quote(p), err)
+	}
+	if r.kind == count && !fast {
+		return r, fmt.Errorf("%s %s: a count rule names both routes (counts equal: fast; not equal: slow); pass it as --fast-route", name, strconv.Quote(p))
+	}
+	if r.kind == count && re.NumSubexp() != 2 {
+		return r, fmt.Errorf("%s %s: a count rule needs two groups capturing numbers, e.g. 'count: offloaded (\\d+)/(\\d+) layers'; it has %d", name, strconv.Quote(p), re.NumSubexp())
+	}
+	if r.kind == unlessFast && fast {
+		return r, fmt.Errorf("%s %s: an unless-fast rule names the slow route when no line names the fast one; pass it as --slow-route", name, strconv.Quote(p))
+	}
+	r.re = re
+	r.begin, r.end = anchors(expr)
+	return r, nil
+}
+
+// anchors reports whether a pattern holds a start anchor (^, \A) or an end
+// anchor ($, \z): such a pattern is matched only on a window that starts, or
+// ends, its line.
+func anchors(expr string) (begin, end bool) {
+	t, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return false, false
+	}
+	var walk func(*syntax.Regexp)
+	walk = func(t *syntax.Regexp) {
+		switch t.Op {
+		case syntax.OpBeginLine, syntax.OpBeginText:
+			begin = true
+		case syntax.OpEndLine, syntax.OpEndText:
+			end = true
+		}
+		for _, s := range t.Sub {
+			walk(s)
+		}
+	}
+	walk(t)
+	return begin, end
+}
+
+// Line feeds the next whole log line (without its line break). A line
+// longer than MaxLine is matched on its first MaxLine bytes; a stream of any
+// length is fed with Segment. Line keeps no reference to text.
 func (m *RouteMatcher) Line(text []byte) {
-	m.ev.Lines++
-	text = text[:min(len(text), MaxLine)]
-	if m.ev.Fast == nil {
-		m.ev.Fast = firstMatch(m.fast, m.ev.Lines, text)
-	}
-	if m.ev.Slow == nil {
-		m.ev.Slow = firstMatch(m.slow, m.ev.Lines, text)
-	}
+	m.Segment(m.ev.Lines+1, text[:min(len(text), MaxLine)], true, len(text) <= MaxLine)
 }
 
-func firstMatch(res []*regexp.Regexp, line int, text []byte) *Match {
-	for _, re := range res {
-		if re.Match(text) {
-			return &Match{Line: line, Text: string(text), Pattern: re.String()}
+// Segment feeds part of a log line as a terminal shows it: line is its
+// number in the file, text at most MaxLine bytes of it; start says the text
+// starts a line (or follows a carriage return), end that it ends one. Parts
+// of a long line are fed in overlapping windows. Segment keeps no reference
+// to text.
+func (m *RouteMatcher) Segment(line int, text []byte, start, end bool) {
+	m.ev.Lines = max(m.ev.Lines, line)
+	if !start && m.lastLong != line {
+		m.lastLong = line
+		m.ev.LongLines++
+		if m.ev.FirstLongLine == 0 {
+			m.ev.FirstLongLine = line
 		}
 	}
-	return nil
+	for i := range m.fast {
+		if m.ev.Fast != nil && m.ev.Slow != nil {
+			break
+		}
+		m.feed(&m.fast[i], true, line, text, start, end)
+	}
+	for i := range m.slow {
+		if m.ev.Slow != nil {
+			break
+		}
+		m.feed(&m.slow[i], false, line, text, start, end)
+	}
+	if len(m.ev.Devices) < MaxDevices && start {
+		if loc := deviceWords.FindIndex(text); loc != nil {
+			m.ev.Devices = append(m.ev.Devices, Match{Line: line, Text: excerpt(text, loc[0], loc[1])})
+		}
+	}
 }
 
-// Evidence is what the lines fed so far say.
-func (m *RouteMatcher) Evidence() Evidence { return m.ev }
+// feed matches one rule of the fast or slow list on one window and records
+// what it names.
+func (m *RouteMatcher) feed(r *rule, fast bool, line int, text []byte, start, end bool) {
+	if r.begin && !start || r.end && !end {
+		return
+	}
+	// What a rule could still add: a plain fast rule nothing once the fast
+	// route is found, an unless-fast rule nothing once it matched.
+	if r.kind == plain && fast && m.ev.Fast != nil || r.kind == unlessFast && m.weak != nil {
+		return
+	}
+	if !r.re.Match(text) {
+		return
+	}
+	loc := r.re.FindSubmatchIndex(text)
+	found := &Match{Line: line, Text: excerpt(text, loc[0], loc[1]), Pattern: r.src}
+	switch r.kind {
+	case count:
+		n, errN := strconv.Atoi(string(text[loc[2]:loc[3]]))
+		total, errM := strconv.Atoi(string(text[loc[4]:loc[5]]))
+		if errN != nil || errM != nil {
+			return
+		}
+		found.Why = fmt.Sprintf("%d of %d", n, total)
+		if n != total {
+			found.Why += ", not all"
+			m.ev.Slow = first(m.ev.Slow, found)
+			return
+		}
+		m.ev.Fast = first(m.ev.Fast, found)
+	case unlessFast:
+		found.Why = "and no line of the log names the fast route"
+		m.weak = first(m.weak, found)
+	default:
+		if fast {
+			m.ev.Fast = first(m.ev.Fast, found)
+			return
+		}
+		m.ev.Slow = first(m.ev.Slow, found)
+	}
+}
+
+func first(have, found *Match) *Match {
+	if have != nil {
+		return have
+	}
+	return found
+}
+
+// Evidence is what the lines fed so far say. An unless-fast match counts
+// only when no line named the fast route.
+func (m *RouteMatcher) Evidence() Evidence {
+	ev := m.ev
+	if ev.Slow == nil && ev.Fast == nil {
+		ev.Slow = m.weak
+	}
+	return ev
+}
+
+// excerptMax is how much of a line a match keeps: a long line is cut to
+// the part around the match, so the quote shows it.
+const excerptMax = 300
+
+// excerpt is text, or the part of it around [from, to) when it is longer
+// than excerptMax, with "..." where it was cut.
+func excerpt(text []byte, from, to int) string {
+	if len(text) <= excerptMax {
+		return string(text)
+	}
+	lo := max(0, from-excerptMax/3)
+	hi := min(len(text), max(to, lo+excerptMax))
+	hi = min(hi, lo+3*excerptMax)
+	for lo > 0 && !utf8.RuneStart(text[lo]) {
+		lo--
+	}
+	for hi < len(text) && !utf8.RuneStart(text[hi]) {
+		hi++
+	}
+	s := string(text[lo:hi])
+	if lo > 0 {
+		s = "..." + s
+	}
+	if hi < len(text) {
+		s += "..."
+	}
+	return s
+}

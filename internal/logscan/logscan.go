@@ -1,14 +1,13 @@
-// Package logscan reads a serve's log as a stream: it feeds each line to the
-// route matcher and keeps the last lines for the report, so a log of any size
-// is read in bounded memory.
+// Package logscan reads a serve's log as a terminal would show it, as a
+// stream: escape sequences are dropped, a carriage return breaks the line, a
+// line of any length is matched in overlapping windows. It feeds the route
+// matcher and keeps the last lines for the report, in bounded memory.
 package logscan
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"io"
 	"os"
+	"unicode/utf8"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 )
@@ -27,47 +26,244 @@ type Result struct {
 	Bytes int64
 }
 
-// Scan reads r to its end. Lines longer than judge.MaxLine are matched on
-// their first judge.MaxLine bytes and the rest is skipped.
-func Scan(r io.Reader, m *judge.RouteMatcher) (Result, error) {
-	br := bufio.NewReaderSize(r, judge.MaxLine)
-	var res Result
-	// The tail is a ring of buffers reused line after line, so the steady
-	// state allocates nothing.
-	var ring [TailLines][]byte
-	kept, next := 0, 0
-	skipping := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		res.Bytes += int64(len(chunk))
-		if len(chunk) > 0 && !skipping {
-			line := bytes.TrimRight(chunk, "\r\n")
-			m.Line(line)
-			if len(line) > TailLineMax {
-				line = line[:TailLineMax]
+// The states of the escape-sequence reader (ECMA-48, as terminals read it).
+const (
+	ground    = iota
+	esc       // after ESC
+	escInter  // ESC and intermediate bytes: charset designations (ESC ( B), ESC # 8
+	csi       // ESC [ parameters, intermediates, final byte
+	str       // OSC, DCS, SOS, PM, APC: up to BEL or ESC \
+	strEsc    // ESC inside a string: \ ends it
+	afterCR   // a carriage return just ended a segment: a line feed now ends only the line
+	numStates // not a state
+)
+
+// Scanner reads a log written to it in pieces of any size, as a terminal
+// shows it:
+//   - CSI (ESC [ ... final), OSC/DCS/SOS/PM/APC strings (ended by BEL or
+//     ESC \, or by a line break, so a string left open does not hide the
+//     rest of the log), ESC with intermediates (charsets) and single ESC x
+//     are dropped, as are other control characters; a backspace removes the
+//     character before it;
+//   - a carriage return ends a segment (a progress bar's step), and so does
+//     a line feed; lines are numbered by line feeds, as an editor numbers
+//     them;
+//   - a segment longer than judge.MaxLine is matched in windows of MaxLine
+//     bytes, each starting judge.Overlap bytes before the last one ended.
+//
+// 8-bit C1 controls are not read as escapes: in UTF-8 text those bytes are
+// parts of characters.
+type Scanner struct {
+	m       *judge.RouteMatcher
+	state   int
+	line    int    // the line being read, 1-based
+	seg     []byte // the current segment's window
+	start   bool   // seg starts its segment
+	head    []byte // the first TailLineMax bytes of a segment longer than a window
+	ring    [TailLines][]byte
+	kept    int
+	next    int
+	bytes   int64
+	pending bool // a segment has begun (text or not) and is not yet ended
+}
+
+// NewScanner reads a log for m.
+func NewScanner(m *judge.RouteMatcher) *Scanner {
+	return &Scanner{m: m, line: 1, start: true, seg: make([]byte, 0, judge.MaxLine)}
+}
+
+// class of each byte in the ground state: 0 text, 1 to be looked at.
+var special = func() (t [256]bool) {
+	for b := range 0x20 {
+		t[b] = true
+	}
+	t[0x7f] = true
+	t['\t'] = false
+	return t
+}()
+
+// Write reads p; it never fails.
+func (s *Scanner) Write(p []byte) (int, error) {
+	s.bytes += int64(len(p))
+	i := 0
+	for i < len(p) {
+		if s.state == ground {
+			j := i
+			for j < len(p) && !special[p[j]] {
+				j++
 			}
-			ring[next] = append(ring[next][:0], line...)
-			next = (next + 1) % TailLines
-			kept = min(kept+1, TailLines)
+			if j > i {
+				s.text(p[i:j])
+				i = j
+				continue
+			}
 		}
-		// A line longer than the buffer: what is left of it is skipped.
-		skipping = errors.Is(err, bufio.ErrBufferFull)
-		if skipping {
+		s.control(p[i])
+		i++
+	}
+	return len(p), nil
+}
+
+// control reads one byte outside a run of text.
+func (s *Scanner) control(b byte) {
+	switch s.state {
+	case ground, afterCR:
+		was := s.state
+		s.state = ground
+		switch {
+		case b == '\n':
+			if was != afterCR {
+				s.endSegment()
+			}
+			s.line++
+		case b == '\r':
+			s.endSegment()
+			s.state = afterCR
+		case b == 0x1b:
+			s.pending = true
+			s.state = esc
+		case b == '\b':
+			s.backspace()
+		case special[b]:
+			s.pending = true // other controls are not shown
+		default:
+			s.text([]byte{b})
+		}
+	case esc:
+		switch {
+		case b == '[':
+			s.state = csi
+		case b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_':
+			s.state = str
+		case b >= 0x20 && b <= 0x2f:
+			s.state = escInter
+		case b >= 0x30 && b <= 0x7e:
+			s.state = ground
+		default:
+			s.abort(b)
+		}
+	case escInter:
+		switch {
+		case b >= 0x20 && b <= 0x2f:
+		case b >= 0x30 && b <= 0x7e:
+			s.state = ground
+		default:
+			s.abort(b)
+		}
+	case csi:
+		switch {
+		case b >= 0x20 && b <= 0x3f:
+		case b >= 0x40 && b <= 0x7e:
+			s.state = ground
+		default:
+			s.abort(b)
+		}
+	case str:
+		switch b {
+		case 0x07:
+			s.state = ground
+		case 0x1b:
+			s.state = strEsc
+		case '\n', '\r':
+			s.abort(b)
+		}
+	case strEsc:
+		if b == '\\' {
+			s.state = ground
+			return
+		}
+		s.state = esc
+		s.control(b)
+	}
+}
+
+// abort ends an escape sequence that a byte does not belong to, and reads
+// the byte as a terminal would: a line break breaks the line, ESC starts a
+// new sequence, another control is dropped, text is text.
+func (s *Scanner) abort(b byte) {
+	s.state = ground
+	switch {
+	case b == 0x1b:
+		s.state = esc
+	case special[b]:
+		s.control(b)
+	default:
+		s.text([]byte{b})
+	}
+}
+
+// text appends shown text to the segment, matching each full window.
+func (s *Scanner) text(p []byte) {
+	s.pending = true
+	for len(p) > 0 {
+		room := judge.MaxLine - len(s.seg)
+		if room == 0 {
+			s.window()
 			continue
 		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return res, err
-		}
+		n := min(room, len(p))
+		s.seg = append(s.seg, p[:n]...)
+		p = p[n:]
 	}
-	res.Route = m.Evidence()
-	for i := range kept {
-		res.Tail = append(res.Tail, string(ring[(next-kept+i+TailLines)%TailLines]))
-	}
-	return res, nil
 }
+
+// window matches a full window of a long segment and keeps its last
+// judge.Overlap bytes to start the next one.
+func (s *Scanner) window() {
+	if s.start {
+		s.head = append(s.head[:0], s.seg[:TailLineMax]...)
+	}
+	s.m.Segment(s.line, s.seg, s.start, false)
+	n := copy(s.seg, s.seg[len(s.seg)-judge.Overlap:])
+	s.seg = s.seg[:n]
+	s.start = false
+}
+
+func (s *Scanner) backspace() {
+	if len(s.seg) == 0 {
+		return
+	}
+	_, n := utf8.DecodeLastRune(s.seg)
+	s.seg = s.seg[:len(s.seg)-n]
+}
+
+// endSegment matches the segment's last window and keeps it for the tail.
+func (s *Scanner) endSegment() {
+	s.m.Segment(s.line, s.seg, s.start, true)
+	keep := s.seg
+	if !s.start {
+		keep = s.head
+	}
+	s.ring[s.next] = append(s.ring[s.next][:0], keep[:min(len(keep), TailLineMax)]...)
+	s.next = (s.next + 1) % TailLines
+	s.kept = min(s.kept+1, TailLines)
+	s.seg, s.start, s.pending = s.seg[:0], true, false
+}
+
+// Result ends the log (a last line without a line break counts) and says
+// what it held.
+func (s *Scanner) Result() Result {
+	if s.pending || len(s.seg) > 0 {
+		s.endSegment()
+	}
+	s.state = ground
+	res := Result{Route: s.m.Evidence(), Bytes: s.bytes}
+	for i := range s.kept {
+		res.Tail = append(res.Tail, string(s.ring[(s.next-s.kept+i+TailLines)%TailLines]))
+	}
+	return res
+}
+
+// Scan reads r to its end.
+func Scan(r io.Reader, m *judge.RouteMatcher) (Result, error) {
+	s := NewScanner(m)
+	buf := make([]byte, 64<<10)
+	_, err := io.CopyBuffer(s, onlyReader{r}, buf)
+	return s.Result(), err
+}
+
+// onlyReader hides a reader's WriteTo, so io.CopyBuffer uses the buffer.
+type onlyReader struct{ io.Reader }
 
 // ScanFile is Scan of the file at path.
 func ScanFile(path string, m *judge.RouteMatcher) (Result, error) {

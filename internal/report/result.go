@@ -111,7 +111,10 @@ type ServeFacts struct {
 	Survivors int      `json:"survivors"`
 	Contain   string   `json:"contain,omitempty"` // what held the serve's tree: cgroup2, freezer or descendants
 	LogBytes  int64    `json:"log_bytes"`
-	LogTail   []string `json:"log_tail,omitempty"`
+	// LogDropped is how many bytes of the log serve.log left out (its head
+	// and tail are kept within --log-limit); the route was read on them all.
+	LogDropped int64    `json:"log_dropped,omitempty"`
+	LogTail    []string `json:"log_tail,omitempty"`
 }
 
 // HoldFacts say how the device was held.
