@@ -236,13 +236,13 @@ func TestApplyPreset(t *testing.T) {
 	if err := c.ApplyPreset(func(f string) bool { return f == "health" }); err != nil {
 		t.Fatal(err)
 	}
-	if c.Health != "/mine" || c.ChatPath != "/api/v1/chat/completions" || c.StatsPath != "/api/v1/stats" {
+	if c.Health != "/mine" || c.ChatPath != "/v1/chat/completions" || c.StatsPath != "/v1/stats" {
 		t.Errorf("ApplyPreset(lemonade) with --health set = %q %q %q", c.Health, c.ChatPath, c.StatsPath)
 	}
 
 	c = Default()
 	c.Preset = "tgi"
-	if err := c.ApplyPreset(func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), `--preset "tgi": pass one of 1bit, lemonade, llama.cpp, ollama, vllm`) {
+	if err := c.ApplyPreset(func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), `--preset "tgi": pass one of 1bit, flm, lemonade, llama.cpp, ollama, ovms, vllm, vllm-ascend`) {
 		t.Errorf("ApplyPreset(tgi) = %v", err)
 	}
 	c = Default()

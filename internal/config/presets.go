@@ -110,9 +110,12 @@ var Presets = map[string]Preset{
 		FastRoute: []string{`Initializing Language Model Legacy servable`},
 		SlowRoute: []string{`No device specified, using recommended device: CPU`, `Initializing Language Model Continuous Batching servable`}},
 	// FastFlowLM runs on the NPU only; it has no health path, /v1/models
-	// answers once it is up. Its log names no route: give your own.
-	"flm": {Health: "/v1/models", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingBoth,
-		FastRoute: []string{`NPU access granted for request`}, SlowRoute: []string{`(?i)no (?:amd )?npu (?:device )?(?:found|detected)`}},
+	// answers once it is up. "NPU Locked!" is printed when a request gets
+	// the NPU (src/server/server.cpp); flm validate prints "No NPU device
+	// found." (src/src/main.cpp). It reads reasoning_effort "none" (Qwen3,
+	// Gemma) as well as its own "think": false.
+	"flm": {Health: "/v1/models", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingEffort,
+		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: []string{`No NPU device found`, `No XDNA2 NPU hardware detected`}},
 	// Lemonade answers under /v1 (and /api/v1), and has its own figures of
 	// the last request at /v1/stats; its llamacpp recipe prints llama.cpp's
 	// lines.

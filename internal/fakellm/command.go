@@ -27,6 +27,7 @@ var profiles = map[string]struct {
 	RouteBoth:    {[]float64{90}, 250},
 	RouteNeither: {[]float64{90}, 250},
 	RouteSlow:    {[]float64{6}, 1063},
+	RoutePartial: {[]float64{30}, 400},
 }
 
 // Command runs the simulated serve as a program: `fakellm --port N [flags]`.
@@ -51,7 +52,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&opt.RateNoise, "rate-noise", 0, "draw each request's rate from --rate ± this fraction")
 	fs.Uint64Var(&opt.Seed, "seed", 1, "seed of --rate-noise")
 	fs.BoolVar(&opt.Instant, "instant", false, "stream without pacing; report the nominal rate in timings")
-	fs.StringVar(&opt.Route, "route", RouteFast, "route the log names: fast, slow, both or neither")
+	fs.StringVar(&opt.Route, "route", RouteFast, "route the log names: fast, slow, partial, both or neither")
 	fs.IntVar(&opt.AnswerTokens, "answer-tokens", 0, "tokens in a full answer (0: more than max_tokens)")
 	fs.BoolVar(&opt.ThinkingAlways, "thinking-always", false, "reason even when the request turns thinking off")
 	fs.StringVar(&opt.ReasoningField, "reasoning-field", "", "the delta field reasoning goes in (default: the persona's)")
@@ -71,7 +72,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 	p, ok := profiles[opt.Route]
 	if !ok {
-		fmt.Fprintf(stderr, "fakellm: --route %q: want fast, slow, both or neither\n", opt.Route)
+		fmt.Fprintf(stderr, "fakellm: --route %q: want fast, slow, partial, both or neither\n", opt.Route)
 		return 2
 	}
 	if _, ok := personas[opt.Persona]; !ok {

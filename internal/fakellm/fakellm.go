@@ -126,66 +126,10 @@ func New(opt Options) *Server {
 	if opt.Say != "" {
 		fmt.Fprintln(opt.Log, opt.Say)
 	}
-	fast, slow := p.fastLine, p.slowLine
 	s.logMu.Lock()
-	switch opt.Route {
-	case RouteFast, RouteBoth:
-		fmt.Fprintf(opt.Log, fast+"\n", opt.Model)
-	case RouteSlow:
-		fmt.Fprintf(opt.Log, slow+"\n", opt.Model)
-	default:
-		fmt.Fprintf(opt.Log, "fakellm: %s ready\n", opt.Model)
-	}
+	s.p.startLines(opt.Log, opt.Route, opt.Model)
 	s.logMu.Unlock()
 	return s
-}
-
-// persona is how one kind of serve answers, as its documentation and source
-// describe it.
-type persona struct {
-	health         string   // answers 200 when ready
-	chatPaths      []string // take chat requests
-	statsPath      string   // Lemonade's figures of the last request
-	reasoningField string   // the delta field reasoning streams in
-	thinkingOff    string   // "kwargs": chat_template_kwargs.enable_thinking; "effort": reasoning_effort "none"
-	timings        bool     // llama.cpp's timings in the last chunk
-	fastLine       string   // the log line of the fast route (%s: the model)
-	slowLine       string   // the log line of the slow route
-}
-
-// Personas the simulated serve can take.
-const (
-	PersonaLlamaCpp = "llama.cpp"
-	PersonaVLLM     = "vllm"
-	PersonaLemonade = "lemonade"
-	PersonaOllama   = "ollama"
-	Persona1bit     = "1bit"
-)
-
-var personas = map[string]persona{
-	"": {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
-		fastLine: "fakellm: %s ready on the private route dx (4 of 4 roles have a 16-row decode kernel)",
-		slowLine: "fakellm: no 16-row decode kernel found for %s; serving with the per-op forward"},
-	Persona1bit: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
-		fastLine: "npu: %s ready on the private route dx (4 of 4 roles have a 16-row decode kernel)",
-		slowLine: "npu: no 16-row decode kernel for %s; using the per-op forward"},
-	PersonaLlamaCpp: {health: "/health", chatPaths: []string{"/v1/chat/completions", "/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
-		fastLine: "load_tensors: offloaded 29/29 layers to GPU (%s)",
-		slowLine: "load_tensors: offloaded 0/29 layers to GPU (%s)"},
-	PersonaVLLM: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs",
-		fastLine: "INFO [cuda.py:240] Using FLASH_ATTN backend. (%s)",
-		slowLine: "INFO [cpu.py:120] Using TORCH_SDPA backend. (%s)"},
-	PersonaLemonade: {health: "/api/v1/health", chatPaths: []string{"/api/v1/chat/completions", "/v1/chat/completions"}, statsPath: "/api/v1/stats", reasoningField: "reasoning_content", thinkingOff: "kwargs",
-		fastLine: "load_tensors: offloaded 29/29 layers to GPU (%s)",
-		slowLine: "load_tensors: offloaded 0/29 layers to GPU (%s)"},
-	PersonaOllama: {health: "/", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "effort",
-		fastLine: "load_tensors: offloaded 29/29 layers to GPU (%s)",
-		slowLine: "load_tensors: offloaded 0/29 layers to GPU (%s)"},
-}
-
-// PersonaNames are the personas, for flags.
-func PersonaNames() []string {
-	return []string{PersonaLlamaCpp, PersonaVLLM, PersonaLemonade, PersonaOllama, Persona1bit}
 }
 
 func (s *Server) logf(format string, args ...any) {
@@ -223,6 +167,11 @@ func (s *Server) health(w http.ResponseWriter) {
 	}
 	if s.opt.HealthPath == "/" { // Ollama
 		io.WriteString(w, "Ollama is running")
+		return
+	}
+	if s.opt.HealthPath == "/v1/models" { // FastFlowLM has no health path
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, s.opt.Model)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -263,10 +212,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.n++
 	n := s.n
-	if !s.started && s.opt.Route == RouteBoth {
+	if !s.started {
 		s.started = true
 		s.logMu.Lock()
-		fmt.Fprintf(s.opt.Log, "fakellm: kernel fault in role ffn; retrying\n"+s.p.slowLine+"\n", s.opt.Model)
+		s.p.firstRequestLines(s.opt.Log, s.opt.Route, s.opt.Model)
 		s.logMu.Unlock()
 	}
 	s.mu.Unlock()
@@ -441,7 +390,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 		if !send(map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created, "model": s.opt.Model,
 			"choices": []any{},
-			"usage":   map[string]any{"prompt_tokens": 20, "completion_tokens": len(tokens), "total_tokens": 20 + len(tokens)},
+			"usage":   s.usage(len(tokens), first.Sub(begin), decode),
 		}) {
 			return
 		}
@@ -449,6 +398,21 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	io.WriteString(w, "data: [DONE]\n\n")
 	fl.Flush()
 	s.logf("request %d: %d tokens, finish %s", n, len(tokens), finish)
+}
+
+// usage is the usage chunk's figures; FastFlowLM adds its own timings
+// (src/server/streaming_ostream_openai.hpp): seconds and tokens per second.
+func (s *Server) usage(tokens int, ttft time.Duration, decode float64) map[string]any {
+	u := map[string]any{"prompt_tokens": 20, "completion_tokens": tokens, "total_tokens": 20 + tokens}
+	if s.p.flmUsage {
+		tps := 0.0
+		if decode > 0 {
+			tps = float64(tokens) / decode
+		}
+		u["load_duration"], u["prefill_duration_ttft"], u["decoding_duration"] = 0.0, ttft.Seconds(), decode
+		u["prefill_speed_tps"], u["decoding_speed_tps"] = 20/max(ttft.Seconds(), 1e-3), tps
+	}
+	return u
 }
 
 func (s *Server) whole(w http.ResponseWriter, req chatRequest, tokens []string, thinking bool, finish string) {

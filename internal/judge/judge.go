@@ -159,7 +159,7 @@ func quoteMatch(m *Match) string {
 // neither says what was looked for, how to make the serve print it when
 // that is known, and what the log does say about devices.
 func neither(ev Evidence) string {
-	d := fmt.Sprintf("the serve log names neither route (looked for fast: %s; slow: %s): the evidence has to be there",
+	d := fmt.Sprintf("the serve log names neither route (fast: %s; slow: %s): the evidence has to be there",
 		strings.Join(ev.FastPatterns, ", "), strings.Join(ev.SlowPatterns, ", "))
 	if ev.Hint != "" {
 		d += "; " + ev.Hint

@@ -91,12 +91,12 @@ func TestJudge(t *testing.T) {
 		{
 			name: "a log naming neither route", log: "loading model\nlistening on 127.0.0.1:8080", replies: fastRow,
 			want:     okay{false, true, true, true},
-			contains: []string{"names neither route (fast: on the private route; slow: per-op forward): the evidence has to be there"},
+			contains: []string{"names neither route (fast: " + NoteRule + ", on the private route; slow: per-op forward): the evidence has to be there"},
 		},
 		{
 			name: "an empty log", log: "", replies: fastRow,
 			want:  okay{false, true, true, true},
-			exact: []string{"the serve log names neither route (fast: on the private route; slow: per-op forward): the evidence has to be there; the log is empty"},
+			exact: []string{"the serve log names neither route (fast: " + NoteRule + ", on the private route; slow: per-op forward): the evidence has to be there; the log is empty"},
 		},
 		{
 			name: "a log naming both routes: the slow route wins", log: mixedLog, replies: fastRow,
@@ -373,16 +373,16 @@ func TestRouteMatcher(t *testing.T) {
 			t.Errorf("Evidence() (-want +got):\n%s", diff)
 		}
 	})
-	t.Run("a long line is matched and kept only up to MaxLine", func(t *testing.T) {
+	t.Run("a long line is matched on its first MaxLine bytes, quoted around the match", func(t *testing.T) {
 		m, err := NewRouteMatcher([]string{`on the private route`}, []string{`per-op forward`})
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.Line([]byte("on the private route " + strings.Repeat("x", MaxLine)))
+		m.Line([]byte(strings.Repeat("x", 1000) + "on the private route " + strings.Repeat("x", MaxLine)))
 		m.Line([]byte(strings.Repeat("y", MaxLine) + "per-op forward"))
 		ev := m.Evidence()
-		if ev.Fast == nil || len(ev.Fast.Text) != MaxLine {
-			t.Errorf("Fast = %v, want a match cut to %d bytes", ev.Fast != nil, MaxLine)
+		if ev.Fast == nil || !strings.HasPrefix(ev.Fast.Text, "...") || !strings.Contains(ev.Fast.Text, "on the private route") || len(ev.Fast.Text) > 3*excerptMax {
+			t.Errorf("Fast = %+v, want an excerpt around the match", ev.Fast)
 		}
 		if ev.Slow != nil {
 			t.Errorf("Slow matched text past MaxLine: line %d", ev.Slow.Line)

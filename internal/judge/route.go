@@ -28,8 +28,9 @@ const NoteRule = CountPrefix + `(\d+) of (\d+) role(?:\(s\)|s)? ha(?:ve|s) a 16-
 // a line it matches names that route.
 const (
 	// CountPrefix (in --fast-route): the pattern has two groups capturing
-	// numbers, N and M. Equal, the line names the fast route; not equal, it
-	// names the slow route, quoted with both numbers ("offloaded 20/29").
+	// numbers, in either order. Equal, the line names the fast route; not
+	// equal, it names the slow route, quoted with both numbers
+	// ("offloaded 20/29": 20 of 29).
 	CountPrefix = "count: "
 	// UnlessFastPrefix (in --slow-route): the line names the slow route only
 	// when no line of the log names the fast route ("CPU_Mapped model buffer"
@@ -153,6 +154,9 @@ func compile(name string, fast bool, p string) (rule, error) {
 	if rest, ok := strings.CutPrefix(p, UnlessFastPrefix); ok {
 		r.kind, expr = unlessFast, rest
 	}
+	if p == "" {
+		return r, fmt.Errorf("--%s: an empty pattern matches every line; pass a pattern the serve prints on that route", name)
+	}
 	if strings.TrimSpace(expr) == "" {
 		return r, fmt.Errorf("%s %s: an empty pattern matches every line; pass a pattern the serve prints on that route", name, strconv.Quote(p))
 	}
@@ -261,7 +265,9 @@ func (m *RouteMatcher) feed(r *rule, fast bool, line int, text []byte, start, en
 		if errN != nil || errM != nil {
 			return
 		}
-		found.Why = fmt.Sprintf("%d of %d", n, total)
+		// The two numbers in either order ("layers.model=29
+		// layers.offload=20"): the smaller of the larger.
+		found.Why = fmt.Sprintf("%d of %d", min(n, total), max(n, total))
 		if n != total {
 			found.Why += ", not all"
 			m.ev.Slow = first(m.ev.Slow, found)

@@ -1,0 +1,128 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+)
+
+// Each preset's rules against log lines its serve prints (from its source,
+// or from a real run where said): the route the judge gives.
+func TestPresetRoutes(t *testing.T) {
+	tests := []struct {
+		preset string
+		name   string
+		log    string
+		want   string // fast, slow, both or neither
+	}{
+		// llama-server b10116 on an H200 at -lv 4 (a real run).
+		{"llama.cpp", "full offload", "I load_tensors: offloaded 13/13 layers to GPU\nI load_tensors:   CPU_Mapped model buffer size =    62.50 MiB\nI load_tensors:        CUDA0 model buffer size =   356.60 MiB", "fast"},
+		{"llama.cpp", "partial offload", "I load_tensors: offloading output layer to GPU\nI load_tensors: offloading 0 repeating layers to GPU\nI load_tensors: offloaded 1/3 layers to GPU", "slow"},
+		{"llama.cpp", "-ngl 0", "I load_tensors: offloaded 0/3 layers to GPU\nI load_tensors:   CPU_Mapped model buffer size =    32.88 MiB", "slow"},
+		{"llama.cpp", "a build without a device backend", "load_tensors:   CPU_Mapped model buffer size =    32.88 MiB", "slow"},
+		{"llama.cpp", "default verbosity", "W resolve_fused_ops: layer 0 is assigned to device CUDA0 but Flash Attention is assigned to device CPU (usually due to missing support)", "neither"},
+		{"llama.cpp", "Vulkan", "load_tensors: offloaded 25/25 layers to GPU\nload_tensors:      Vulkan0 model buffer size =  5980.00 MiB\nload_tensors:   CPU_Mapped model buffer size =  6130.00 MiB", "fast"},
+		{"llama.cpp", "CANN (Ascend)", "llm_load_tensors:        CANN0 model buffer size =  1000.00 MiB", "fast"},
+		{"llama.cpp", "pinned host memory is not the device", "load_tensors:    CUDA_Host model buffer size =  9498.51 MiB\nload_tensors:          CPU model buffer size =   577.50 MiB", "slow"},
+		{"llama.cpp", "ROCm, SYCL, Metal, OpenCL, Hexagon", "load_tensors:        ROCm0 model buffer size = 1 MiB\nload_tensors:        SYCL0 model buffer size = 1 MiB\nload_tensors:        Metal model buffer size = 1 MiB\nload_tensors:       OpenCL model buffer size = 1 MiB\nload_tensors:         HTP0 model buffer size = 1 MiB", "fast"},
+		// Ollama v0.6.5 (llm/server.go, llm/memory.go).
+		{"ollama", "on the CPU", `time=2026-11-30T02:10:00.000Z level=INFO source=server.go:138 msg=offload library=cpu layers.requested=-1 layers.model=3 layers.offload=0 layers.split="" memory.available="[15.1 GiB]"` + "\nload_tensors:          CPU model buffer size =   100.00 MiB", "slow"},
+		{"ollama", "all layers on a GPU", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""`, "fast"},
+		{"ollama", "some layers on a GPU", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=20 layers.split=""`, "slow"},
+		// vLLM.
+		{"vllm", "graphs captured", "INFO 11-30 02:10:00 [cuda.py:367] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER'].\nINFO 11-30 02:10:20 [gpu_model_runner.py:4650] Graph capturing finished in 12 secs, took 0.45 GiB", "fast"},
+		{"vllm", "eager", "WARNING 11-30 02:10:00 [vllm.py:1172] Enforce eager set, disabling torch.compile and CUDAGraphs. This is equivalent to setting -cc.mode=none -cc.cudagraph_mode=none\nINFO 11-30 02:10:00 [vllm.py:1401] Cudagraph is disabled under eager mode", "slow"},
+		{"vllm", "a CPU attention backend, forced", "INFO [cpu.py:120] Using AttentionBackendEnum.CPU_ATTN backend.", "slow"},
+		{"vllm", "a CPU attention backend, chosen", "INFO [cpu.py:120] Using TORCH_SDPA attention backend out of potential backends: ['TORCH_SDPA'].", "slow"},
+		// vllm-ascend.
+		{"vllm-ascend", "ACL graphs", "INFO [__init__.py:216] Platform plugin ascend is activated\nINFO [model_runner_v1.py:4862] Graph capturing finished in 30 secs, took 0.52 GiB\nINFO [acl_graph.py:252] Replaying aclgraph", "fast"},
+		{"vllm-ascend", "eager", "INFO [__init__.py:216] Platform plugin ascend is activated\nINFO [platform.py:969] Compilation disabled, using eager mode by default", "slow"},
+		{"vllm-ascend", "graph mode refused", "INFO [platform.py:985] FULL cudagraph_mode is not support on NPU. falling back to NONE", "slow"},
+		// OpenVINO Model Server.
+		{"ovms", "NPU", "[modelmanager][info] Available devices for Open VINO: CPU, GPU, NPU\n[modelmanager][info] Initializing Language Model Legacy servable", "fast"},
+		{"ovms", "no device given", "[serving][info] No device specified, using recommended device: CPU\n[modelmanager][info] Initializing Language Model Continuous Batching servable", "slow"},
+		// FastFlowLM: its validate line is red.
+		{"flm", "a request on the NPU", "[FLM]  Loading model: qwen3:0.6b\n[🟢 ]  NPU Locked!", "fast"},
+		{"flm", "no NPU", "[ERROR]  No NPU device found.", "slow"},
+		// The reference serve: the note first.
+		{"1bit", "all roles", "npu: ready on the private route dx (4 of 4 roles have a 16-row decode kernel)", "fast"},
+		{"1bit", "some roles", "npu: ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)", "both"},
+		{"1bit", "the per-op forward", "npu: no 16-row decode kernel for m; using the per-op forward", "slow"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.preset+"/"+tt.name, func(t *testing.T) {
+			p := Presets[tt.preset]
+			m, err := judge.NewRouteMatcher(p.FastRoute, p.SlowRoute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for l := range strings.SplitSeq(tt.log, "\n") {
+				m.Line([]byte(l))
+			}
+			ev := m.Evidence()
+			got := "neither"
+			switch {
+			case ev.Fast != nil && ev.Slow != nil:
+				got = "both"
+			case ev.Slow != nil:
+				got = "slow"
+			case ev.Fast != nil:
+				got = "fast"
+			}
+			if got != tt.want {
+				t.Errorf("preset %s on %q: route %s, want %s (fast %+v, slow %+v)", tt.preset, tt.log, got, tt.want, ev.Fast, ev.Slow)
+			}
+		})
+	}
+}
+
+func TestRouteHint(t *testing.T) {
+	tests := []struct {
+		preset string
+		argv   []string
+		want   bool
+	}{
+		{"llama.cpp", []string{"llama-server", "-m", "m"}, true},
+		{"", []string{"/opt/bin/llama-server", "-m", "m"}, true},
+		{"", []string{"env", "X=1", "llama-server"}, true},
+		{"llama.cpp", []string{"llama-server", "-lv", "4"}, false},
+		{"llama.cpp", []string{"llama-server", "--verbosity=4"}, false},
+		{"", []string{"llama-server", "-v"}, false},
+		{"vllm", []string{"vllm", "serve"}, false},
+		{"", []string{"fakellm"}, false},
+	}
+	for _, tt := range tests {
+		if got := routeHint(tt.preset, tt.argv); (got != "") != tt.want || tt.want && !strings.Contains(got, "add -lv 4 to --serve") {
+			t.Errorf("routeHint(%q, %q) = %q, want a hint %v", tt.preset, tt.argv, got, tt.want)
+		}
+	}
+}
+
+func TestDeviceChoice(t *testing.T) {
+	for argv, want := range map[string]string{
+		"ovms --target_device AUTO":           "AUTO",
+		"ovms --target_device=AUTO:NPU,CPU":   "AUTO:NPU,CPU",
+		"ovms --target_device hetero:NPU,CPU": "hetero:NPU,CPU",
+		"ovms --target_device NPU":            "",
+		"ovms --target_device":                "",
+		"ovms --source_model AUTO":            "",
+	} {
+		if got := deviceChoice(strings.Fields(argv)); got != want {
+			t.Errorf("deviceChoice(%q) = %q, want %q", argv, got, want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"65536": 65536, "64KiB": 64 << 10, "64k": 64 << 10, "64MiB": 64 << 20, "1 GiB": 1 << 30, "2G": 2 << 30, "10B": 10} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "-1", "1.5MiB", "64TB", "9999999999G"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q): no error", in)
+		}
+	}
+}

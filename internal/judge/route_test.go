@@ -1,0 +1,224 @@
+package judge
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// routeOf feeds log, line by line, to a matcher of the rules and judges it.
+func routeOf(t *testing.T, fast, slow []string, log string) (Evidence, Assertion) {
+	t.Helper()
+	m, err := NewRouteMatcher(fast, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(log, "\n") {
+		m.Line([]byte(line))
+	}
+	ev := m.Evidence()
+	return ev, judgeRoute(ev)
+}
+
+func TestRouteRules(t *testing.T) {
+	offload := CountPrefix + `offloaded (\d+)/(\d+) layers to GPU`
+	device := `CUDA0 model buffer`
+	cpuOnly := UnlessFastPrefix + `CPU(_Mapped)? model buffer`
+	llamaFast, llamaSlow := []string{offload, device}, []string{cpuOnly}
+	tests := []struct {
+		name       string
+		fast, slow []string
+		log        string
+		ok         bool
+		detail     string // the route detail, exactly
+	}{
+		{"every layer on the device", llamaFast, llamaSlow,
+			"load_tensors: offloaded 29/29 layers to GPU\nload_tensors: CPU_Mapped model buffer size = 62.50 MiB\nload_tensors: CUDA0 model buffer size = 356.60 MiB",
+			true, `the serve log names the fast route: "load_tensors: offloaded 29/29 layers to GPU" (line 1): 29 of 29`},
+		{"some layers on the device", llamaFast, llamaSlow,
+			"load_tensors: offloaded 20/29 layers to GPU\nload_tensors: CUDA0 model buffer size = 356.60 MiB",
+			false, `the serve log names both routes; the slow route wins the doubt: "load_tensors: offloaded 20/29 layers to GPU" (line 1): 20 of 29, not all, after "load_tensors: CUDA0 model buffer size = 356.60 MiB" (line 2)`},
+		{"model weights on the CPU only", llamaFast, llamaSlow,
+			"system_info: CPU : AVX2 = 1\nload_tensors: CPU_Mapped model buffer size = 32.88 MiB",
+			false, `the serve log names the slow route: "load_tensors: CPU_Mapped model buffer size = 32.88 MiB" (line 2): and no line of the log names the fast route; this run is on the slow route`},
+		{"a CPU buffer beside a device buffer is no slow evidence", llamaFast, llamaSlow,
+			"load_tensors: CPU_Mapped model buffer size = 1 MiB\nload_tensors: CUDA0 model buffer size = 2 MiB",
+			true, `the serve log names the fast route: "load_tensors: CUDA0 model buffer size = 2 MiB" (line 2)`},
+		{"the fast line after the CPU buffer still wins over it", []string{device}, llamaSlow,
+			"a CPU model buffer\nb CPU_Mapped model buffer\nc CUDA0 model buffer",
+			true, `the serve log names the fast route: "c CUDA0 model buffer" (line 3)`},
+		{"the first counted line is quoted; a later full count does not undo a short one", llamaFast, llamaSlow,
+			"offloaded 3/3 layers to GPU\noffloaded 1/3 layers to GPU\noffloaded 2/3 layers to GPU",
+			false, `the serve log names both routes; the slow route wins the doubt: "offloaded 1/3 layers to GPU" (line 2): 1 of 3, not all, after "offloaded 3/3 layers to GPU" (line 1): 3 of 3`},
+		{"the numbers in the other order", []string{CountPrefix + `model=(\d+) offload=(\d+)`}, []string{`never`},
+			"msg=offload model=29 offload=20",
+			false, `the serve log names the slow route: "msg=offload model=29 offload=20" (line 1): 20 of 29, not all; this run is on the slow route`},
+		{"numbers too large to read are no evidence", llamaFast, []string{`never`},
+			"offloaded 99999999999999999999/3 layers to GPU\noffloaded 3/99999999999999999999 layers to GPU",
+			false, `the serve log names neither route (fast: ` + offload + `, CUDA0 model buffer; slow: never): the evidence has to be there; what it says about devices: "offloaded 99999999999999999999/3 layers to GPU" (line 1), "offloaded 3/99999999999999999999 layers to GPU" (line 2)`},
+		{"the note: all roles", DefaultFastRoute, DefaultSlowRoute,
+			"npu: ready on the private route dx (4 of 4 roles have a 16-row decode kernel)",
+			true, `the serve log names the fast route: "npu: ready on the private route dx (4 of 4 roles have a 16-row decode kernel)" (line 1): 4 of 4`},
+		{"the note is preferred to the route's name", DefaultFastRoute, DefaultSlowRoute,
+			"npu: ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)",
+			false, `the serve log names both routes; the slow route wins the doubt: "npu: ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)" (line 1): 2 of 4, not all, after "npu: ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)" (line 1)`},
+		{"the note in the singular", DefaultFastRoute, DefaultSlowRoute,
+			"npu: 1 of 1 role has a 16-row decode kernel",
+			true, `the serve log names the fast route: "npu: 1 of 1 role has a 16-row decode kernel" (line 1): 1 of 1`},
+		{"no note: the route's name", DefaultFastRoute, DefaultSlowRoute,
+			"npu: ready on the private route dx",
+			true, `the serve log names the fast route: "npu: ready on the private route dx" (line 1)`},
+		{"an unless-fast line after a plain slow one: the plain one is quoted", []string{`fast`}, []string{cpuOnly, `per-op`},
+			"CPU model buffer\nper-op forward",
+			false, `the serve log names the slow route: "per-op forward" (line 2); this run is on the slow route`},
+		{"two unless-fast rules: the first line that matches either", []string{`fast`}, []string{cpuOnly, UnlessFastPrefix + `host buffer`},
+			"x\nhost buffer\nCPU model buffer",
+			false, `the serve log names the slow route: "host buffer" (line 2): and no line of the log names the fast route; this run is on the slow route`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, a := routeOf(t, tt.fast, tt.slow, tt.log)
+			if a.OK != tt.ok || a.Detail != tt.detail {
+				t.Errorf("judgeRoute(%q) = %v %q,\nwant %v %q", tt.log, a.OK, a.Detail, tt.ok, tt.detail)
+			}
+		})
+	}
+}
+
+func TestRouteAnchorsAndWindows(t *testing.T) {
+	m, err := NewRouteMatcher([]string{`^start`, `\Atext`}, []string{`end$`, `done\z`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A window that does not start its line: no start anchor matches; one
+	// that does not end it: no end anchor.
+	m.Segment(1, []byte("start of a cut window"), false, true)
+	m.Segment(1, []byte("text of a cut window"), false, true)
+	m.Segment(2, []byte("cut before the end"), true, false)
+	m.Segment(2, []byte("cut before done"), true, false)
+	if ev := m.Evidence(); ev.Fast != nil || ev.Slow != nil {
+		t.Errorf("Evidence() = %+v %+v: an anchored pattern matched inside a cut line", ev.Fast, ev.Slow)
+	}
+	m.Segment(3, []byte("start here and end"), true, true)
+	ev := m.Evidence()
+	if ev.Fast == nil || ev.Fast.Line != 3 || ev.Slow == nil || ev.Slow.Line != 3 {
+		t.Errorf("Evidence() = %+v %+v, want both on line 3", ev.Fast, ev.Slow)
+	}
+	if ev.LongLines != 1 || ev.FirstLongLine != 1 || ev.Lines != 3 {
+		t.Errorf("LongLines %d, FirstLongLine %d, Lines %d; want 1, 1, 3", ev.LongLines, ev.FirstLongLine, ev.Lines)
+	}
+	m.Segment(5, []byte("x"), false, false)
+	m.Segment(5, []byte("y"), false, true)
+	if ev := m.Evidence(); ev.LongLines != 2 || ev.FirstLongLine != 1 || ev.Lines != 5 {
+		t.Errorf("after a second long line: LongLines %d, FirstLongLine %d, Lines %d; want 2, 1, 5", ev.LongLines, ev.FirstLongLine, ev.Lines)
+	}
+	for expr, want := range map[string][2]bool{`^a`: {true, false}, `(?m)a$`: {false, true}, `\Aa\z`: {true, true}, `a|b`: {false, false}, `x(^a)`: {true, false}} {
+		if b, e := anchors(expr); [2]bool{b, e} != want {
+			t.Errorf("anchors(%q) = %v %v, want %v", expr, b, e, want)
+		}
+	}
+}
+
+func TestNeitherSays(t *testing.T) {
+	var log []string
+	for i := range 12 {
+		log = append(log, "ggml_backend: device "+strings.Repeat("d", i))
+	}
+	ev, a := routeOf(t, []string{`fast`}, []string{`slow`}, "loading\n"+strings.Join(log, "\n"))
+	if len(ev.Devices) != MaxDevices || ev.Devices[0].Line != 2 {
+		t.Errorf("Devices = %+v, want the first %d lines mentioning a device, from line 2", ev.Devices, MaxDevices)
+	}
+	if !strings.Contains(a.Detail, `what it says about devices: "ggml_backend: device " (line 2), "ggml_backend: device d" (line 3)`) {
+		t.Errorf("neither detail = %q, want the device lines quoted", a.Detail)
+	}
+	ev.Hint = "add -lv 4 to --serve"
+	if a := judgeRoute(ev); !strings.Contains(a.Detail, "the evidence has to be there; add -lv 4 to --serve; what it says") {
+		t.Errorf("neither detail with a hint = %q", a.Detail)
+	}
+	_, a = routeOf(t, []string{`fast`}, []string{`slow`}, "loading\nlistening")
+	if want := "; none of its 2 lines mentions a device (CPU, GPU, NPU, device, backend, ...)"; !strings.HasSuffix(a.Detail, want) {
+		t.Errorf("neither detail = %q, want it to end %q", a.Detail, want)
+	}
+	// A long device line is quoted around the word.
+	ev, _ = routeOf(t, []string{`fast`}, []string{`slow`}, strings.Repeat("z", 500)+" NPU")
+	if len(ev.Devices) != 1 || !strings.HasSuffix(ev.Devices[0].Text, "z NPU") {
+		t.Errorf("Devices = %+v, want an excerpt ending at the word", ev.Devices)
+	}
+}
+
+func TestRouteDetailNotes(t *testing.T) {
+	ev := Evidence{Fast: &Match{Line: 2, Text: "fast"}, LongLines: 3, FirstLongLine: 7, Dropped: 1234}
+	want := `the serve log names the fast route: "fast" (line 2); 3 line(s) longer than 64 KiB, the first at line 7, were read in windows overlapping by 4 KiB; 1234 bytes of the log were cut from serve.log before this reading (the run's own scan read them): evidence there was not seen`
+	if a := judgeRoute(ev); a.Detail != want || !a.OK {
+		t.Errorf("judgeRoute(%+v) = %q, want %q", ev, a.Detail, want)
+	}
+}
+
+func TestRuleErrors(t *testing.T) {
+	_, err := NewRouteMatcher(
+		[]string{`ok`, `route (`, CountPrefix + `(\d+) of \d+`, UnlessFastPrefix + `x`, CountPrefix + " "},
+		[]string{`a**`, CountPrefix + `(\d+)/(\d+)`})
+	if err == nil {
+		t.Fatal("NewRouteMatcher of bad rules: no error")
+	}
+	for _, want := range []string{
+		`--fast-route "route (" is not a valid RE2 pattern`,
+		`--fast-route "count: (\\d+) of \\d+": a count rule needs two groups capturing numbers, e.g. 'count: offloaded (\d+)/(\d+) layers'; it has 1`,
+		`--fast-route "unless-fast: x": an unless-fast rule names the slow route when no line names the fast one; pass it as --slow-route`,
+		`--fast-route "count:  ": an empty pattern matches every line`,
+		`--slow-route "a**" is not a valid RE2 pattern`,
+		`--slow-route "count: (\\d+)/(\\d+)": a count rule names both routes (counts equal: fast; not equal: slow); pass it as --fast-route`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("NewRouteMatcher error =\n%v\nwant it to hold %q", err, want)
+		}
+	}
+	if strings.Count(err.Error(), "\n") != 5 {
+		t.Errorf("NewRouteMatcher error lists %d problems, want 6:\n%v", strings.Count(err.Error(), "\n")+1, err)
+	}
+}
+
+func TestExcerpt(t *testing.T) {
+	long := strings.Repeat("a", 400) + "MATCH" + strings.Repeat("b", 400)
+	huge := strings.Repeat("h", 2000)
+	wideBefore := strings.Repeat("é", 200) + "MATCH" + strings.Repeat("x", 400)
+	wideAfter := strings.Repeat("x", 400) + "MATCH" + strings.Repeat("é", 300)
+	tests := []struct {
+		name     string
+		text     string
+		from, to int
+		want     string
+	}{
+		{"a short line whole", "short line", 0, 5, "short line"},
+		{"a line of excerptMax whole", strings.Repeat("x", excerptMax), 0, 1, strings.Repeat("x", excerptMax)},
+		{"around a match in the middle", long, 400, 405, "..." + long[300:600] + "..."},
+		{"a match at the start", long, 0, 5, long[:excerptMax] + "..."},
+		{"a match at the end", long, 790, 805, "..." + long[690:]},
+		{"a long match whole", long, 100, 800, long[:800] + "..."},
+		{"a very long match cut", huge, 0, 1500, huge[:3*excerptMax] + "..."},
+		{"not inside a character before", wideBefore, 401, 405, "..." + wideBefore[300:601] + "..."},
+		{"not inside a character after", wideAfter, 400, 405, "..." + wideAfter[300:601] + "..."},
+	}
+	for _, tt := range tests {
+		if got := excerpt([]byte(tt.text), tt.from, tt.to); got != tt.want {
+			t.Errorf("%s: excerpt(%d bytes, %d, %d) = %q, want %q", tt.name, len(tt.text), tt.from, tt.to, got, tt.want)
+		}
+	}
+}
+
+func TestEvidenceKeepsNoWeakMatchBesideAFastOne(t *testing.T) {
+	m, err := NewRouteMatcher([]string{`fast`}, []string{UnlessFastPrefix + `cpu`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Line([]byte("cpu"))
+	if ev := m.Evidence(); ev.Slow == nil {
+		t.Errorf("Evidence() after a cpu line alone: Slow = nil, want the unless-fast match")
+	}
+	m.Line([]byte("fast"))
+	want := Evidence{FastPatterns: []string{`fast`}, SlowPatterns: []string{UnlessFastPrefix + `cpu`}, Fast: &Match{Line: 2, Text: "fast", Pattern: "fast"}, Lines: 2, Devices: []Match{{Line: 1, Text: "cpu"}}}
+	if diff := cmp.Diff(want, m.Evidence()); diff != "" {
+		t.Errorf("Evidence() (-want +got):\n%s", diff)
+	}
+}
