@@ -199,6 +199,7 @@ func TestExcerpt(t *testing.T) {
 		{"a very long match cut", huge, 0, 1500, huge[:3*excerptMax] + "..."},
 		{"not inside a character before", wideBefore, 401, 405, "..." + wideBefore[300:601] + "..."},
 		{"not inside a character after", wideAfter, 400, 405, "..." + wideAfter[300:601] + "..."},
+		{"a line that starts inside a character", "\x80" + long, 50, 55, "\x80" + long[:excerptMax-1] + "..."},
 	}
 	for _, tt := range tests {
 		if got := excerpt([]byte(tt.text), tt.from, tt.to); got != tt.want {
@@ -220,5 +221,48 @@ func TestEvidenceKeepsNoWeakMatchBesideAFastOne(t *testing.T) {
 	want := Evidence{FastPatterns: []string{`fast`}, SlowPatterns: []string{UnlessFastPrefix + `cpu`}, Fast: &Match{Line: 2, Text: "fast", Pattern: "fast"}, Lines: 2, Devices: []Match{{Line: 1, Text: "cpu"}}}
 	if diff := cmp.Diff(want, m.Evidence()); diff != "" {
 		t.Errorf("Evidence() (-want +got):\n%s", diff)
+	}
+}
+
+func TestMustHold(t *testing.T) {
+	for expr, want := range map[string]string{
+		`per-op forward`:            "per-op forward",
+		`abc.def`:                   "abc",
+		`a.bc.def`:                  "def",
+		`(\d+) of (\d+) roles have`: " roles have",
+		`(?i)per-op`:                "",
+		`a|b`:                       "",
+		`x+`:                        "",
+		`load_tensors: +CUDA\d+`:    "load_tensors:",
+	} {
+		if got := string(mustHold(expr)); got != want {
+			t.Errorf("mustHold(%q) = %q, want %q", expr, got, want)
+		}
+	}
+}
+
+func TestLowerAndDeviceWord(t *testing.T) {
+	for i := range 256 {
+		want := byte(i)
+		if 'A' <= i && i <= 'Z' {
+			want = byte(i) + 'a' - 'A'
+		}
+		if lower[i] != want {
+			t.Errorf("lower[%q] = %q, want %q", rune(i), lower[i], want)
+		}
+	}
+	m := &RouteMatcher{}
+	for text, want := range map[string][2]int{"CPU only": {0, 3}, "on the ASCEND card": {7, 6}, "gpu and cpu": {8, 3}, "nothing here": {0, 0}, "x Offload": {2, 7}} {
+		if at, n := m.deviceWord([]byte(text)); [2]int{at, n} != want {
+			t.Errorf("deviceWord(%q) = %d, %d; want %v", text, at, n, want)
+		}
+	}
+}
+
+func TestCountAfterAPlainFastRule(t *testing.T) {
+	_, a := routeOf(t, []string{`ready`, CountPrefix + `(\d+)/(\d+)`}, []string{`never`}, "ready\nloaded 1/3\nloaded 2/3")
+	want := `the serve log names both routes; the slow route wins the doubt: "loaded 1/3" (line 2): 1 of 3, not all, after "ready" (line 1)`
+	if a.Detail != want {
+		t.Errorf("judgeRoute() = %q, want %q", a.Detail, want)
 	}
 }
