@@ -140,6 +140,9 @@ func markdown(r *Result, withTail bool) string {
 	if g := r.GitHub; g != nil && g.RunURL != "" {
 		row("run", link("logs", g.RunURL))
 	}
+	if r.Serve.LogDropped > 0 {
+		row("serve log", fmt.Sprintf("%d bytes, %d of them cut from serve.log (its head and tail kept); the route was read on all of them", r.Serve.LogBytes, r.Serve.LogDropped))
+	}
 	if withTail && !r.Pass() && len(r.Serve.LogTail) > 0 {
 		fmt.Fprintf(&b, "\n<details><summary>serve log: the last %d lines of %d bytes</summary>\n\n", len(r.Serve.LogTail), r.Serve.LogBytes)
 		b.WriteString(codeBlock(r.Serve.LogTail))
