@@ -21,6 +21,9 @@ func TestFloorWhy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		a := judgeRate(rs, tt.l)
+		if !strings.HasPrefix(a.Detail, "median 70.0 tok/s (floor ") {
+			t.Errorf("%s: judgeRate() = %q, want the median first", tt.name, a.Detail)
+		}
 		if got := strings.HasSuffix(a.Detail, "; the floor: why 60"); got != tt.wantWhy {
 			t.Errorf("%s: judgeRate() = %q, want the reason %v", tt.name, a.Detail, tt.wantWhy)
 		}

@@ -5,6 +5,7 @@
 package logscan
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"unicode/utf8"
@@ -22,7 +23,10 @@ const (
 // Result is what one pass over a log gives.
 type Result struct {
 	Route judge.Evidence
-	Tail  []string // the last TailLines lines, each cut to TailLineMax bytes
+	// Tail is the last TailLines lines as the serve wrote them (escape
+	// sequences kept, for the report to show escaped), each cut to
+	// TailLineMax bytes.
+	Tail  []string
 	Bytes int64
 }
 
@@ -60,11 +64,33 @@ type Scanner struct {
 	seg     []byte // the current segment's window
 	start   bool   // seg starts its segment
 	head    []byte // the first TailLineMax bytes of a segment longer than a window
-	ring    [TailLines][]byte
-	kept    int
-	next    int
+	shown   ring   // the last segments as a terminal shows them
+	raw     ring   // the last lines as written
+	rawLine []byte // the line being written, up to TailLineMax bytes
+	rawOpen bool   // a line has begun and not ended
 	bytes   int64
 	pending bool // a segment has begun (text or not) and is not yet ended
+}
+
+// ring keeps the last TailLines lines, each cut to TailLineMax bytes, in
+// buffers reused line after line.
+type ring struct {
+	lines      [TailLines][]byte
+	kept, next int
+}
+
+func (r *ring) add(line []byte) {
+	r.lines[r.next] = append(r.lines[r.next][:0], line[:min(len(line), TailLineMax)]...)
+	r.next = (r.next + 1) % TailLines
+	r.kept = min(r.kept+1, TailLines)
+}
+
+func (r *ring) all() []string {
+	var out []string
+	for i := range r.kept {
+		out = append(out, string(r.lines[(r.next-r.kept+i+TailLines)%TailLines]))
+	}
+	return out
 }
 
 // NewScanner reads a log for m.
@@ -85,6 +111,7 @@ var special = func() (t [256]bool) {
 // Write reads p; it never fails.
 func (s *Scanner) Write(p []byte) (int, error) {
 	s.bytes += int64(len(p))
+	s.rawLines(p)
 	i := 0
 	for i < len(p) {
 		if s.state == ground {
@@ -102,6 +129,27 @@ func (s *Scanner) Write(p []byte) (int, error) {
 		i++
 	}
 	return len(p), nil
+}
+
+// rawLines keeps the lines of p as written, for the tail.
+func (s *Scanner) rawLines(p []byte) {
+	for len(p) > 0 {
+		s.rawOpen = true
+		j := bytes.IndexByte(p, '\n')
+		part := p
+		if j >= 0 {
+			part = p[:j]
+		}
+		if room := TailLineMax - len(s.rawLine); room > 0 {
+			s.rawLine = append(s.rawLine, part[:min(room, len(part))]...)
+		}
+		if j < 0 {
+			return
+		}
+		s.raw.add(bytes.TrimRight(s.rawLine, "\r"))
+		s.rawLine, s.rawOpen = s.rawLine[:0], false
+		p = p[j+1:]
+	}
 }
 
 // control reads one byte outside a run of text.
@@ -234,9 +282,7 @@ func (s *Scanner) endSegment() {
 	if !s.start {
 		keep = s.head
 	}
-	s.ring[s.next] = append(s.ring[s.next][:0], keep[:min(len(keep), TailLineMax)]...)
-	s.next = (s.next + 1) % TailLines
-	s.kept = min(s.kept+1, TailLines)
+	s.shown.add(keep)
 	s.seg, s.start, s.pending = s.seg[:0], true, false
 }
 
@@ -246,12 +292,12 @@ func (s *Scanner) Result() Result {
 	if s.pending || len(s.seg) > 0 {
 		s.endSegment()
 	}
-	s.state = ground
-	res := Result{Route: s.m.Evidence(), Bytes: s.bytes}
-	for i := range s.kept {
-		res.Tail = append(res.Tail, string(s.ring[(s.next-s.kept+i+TailLines)%TailLines]))
+	if s.rawOpen {
+		s.raw.add(bytes.TrimRight(s.rawLine, "\r"))
+		s.rawLine, s.rawOpen = s.rawLine[:0], false
 	}
-	return res
+	s.state = ground
+	return Result{Route: s.m.Evidence(), Bytes: s.bytes, Tail: s.raw.all()}
 }
 
 // Scan reads r to its end.

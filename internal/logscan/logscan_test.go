@@ -40,6 +40,7 @@ func TestTerminal(t *testing.T) {
 		{"no final line feed", "a\nb", []string{"a", "b"}},
 		{"CRLF is one break", "a\r\nb\r\n", []string{"a", "b"}},
 		{"a progress bar's steps are lines", "10%\r50%\r100%\ndone\n", []string{"10%", "50%", "100%", "done"}},
+		{"a lone carriage return at the end", "a\r", []string{"a"}},
 		{"empty lines stay", "a\n\nb\n", []string{"a", "", "b"}},
 		{"SGR colour", "\x1b[1;31mper-op\x1b[0m forward\n", []string{"per-op forward"}},
 		{"CSI with private parameters and intermediates", "a\x1b[?25lb\x1b[2 qc\n", []string{"abc"}},
@@ -60,16 +61,19 @@ func TestTerminal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := scan(t, tt.log)
-			if diff := cmp.Diff(tt.want, res.Tail); diff != "" {
-				t.Errorf("Scan(%q).Tail (-want +got):\n%s", tt.log, diff)
+			s := NewScanner(matcher(t))
+			s.Write([]byte(tt.log))
+			s.Result()
+			if diff := cmp.Diff(tt.want, s.shown.all()); diff != "" {
+				t.Errorf("Scan(%q), as shown (-want +got):\n%s", tt.log, diff)
 			}
 			// The same log written a byte at a time reads the same.
-			s := NewScanner(matcher(t))
+			s = NewScanner(matcher(t))
 			for i := range len(tt.log) {
 				s.Write([]byte{tt.log[i]})
 			}
-			if diff := cmp.Diff(tt.want, s.Result().Tail); diff != "" {
+			s.Result()
+			if diff := cmp.Diff(tt.want, s.shown.all()); diff != "" {
 				t.Errorf("Scan(%q) a byte at a time: Tail (-want +got):\n%s", tt.log, diff)
 			}
 		})
@@ -154,6 +158,12 @@ func TestTailAndBytes(t *testing.T) {
 	if res.Route.Lines != 52 {
 		t.Errorf("Route.Lines = %d, want 52", res.Route.Lines)
 	}
+	// The tail is the log as written: escapes kept for the report to show
+	// escaped, a line's final carriage return dropped.
+	res = scan(t, "\x1b[31mred\x1b[0m\r\nx\ry\nlast")
+	if diff := cmp.Diff([]string{"\x1b[31mred\x1b[0m", "x\ry", "last"}, res.Tail); diff != "" {
+		t.Errorf("Tail as written (-want +got):\n%s", diff)
+	}
 	long := strings.Repeat("y", judge.MaxLine*2)
 	res = scan(t, long+"\n")
 	if diff := cmp.Diff([]string{long[:TailLineMax]}, res.Tail); diff != "" {
@@ -187,7 +197,10 @@ func FuzzScan(f *testing.F) {
 		if diff := cmp.Diff(whole, s.Result()); diff != "" {
 			t.Fatalf("Scan(%q) cut at %d (-whole +cut):\n%s", log, k, diff)
 		}
-		for _, l := range whole.Tail {
+		shown := NewScanner(matcher(t))
+		shown.Write([]byte(log))
+		shown.Result()
+		for _, l := range shown.shown.all() {
 			if i := bytes.IndexFunc([]byte(l), func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }); i >= 0 {
 				t.Fatalf("Scan(%q): tail line %q holds a control character", log, l)
 			}
