@@ -78,8 +78,13 @@ const (
 	Overlap = 4096
 )
 
-// MaxDevices is how many lines mentioning a device the evidence keeps.
-const MaxDevices = 8
+// MaxDevices is how many lines mentioning a device the evidence keeps,
+// from the log's first DeviceLines lines (a serve names its devices as it
+// starts; past that, the search would cost every line of a long log).
+const (
+	MaxDevices  = 8
+	DeviceLines = 4096
+)
 
 // deviceWords are what a line says about devices, in lower case: a line
 // holding one in any case mentions a device. Looked for with bytes.Index on
@@ -210,7 +215,9 @@ func mustHold(expr string) []byte {
 			}
 		}
 	}
-	return best
+	// Spaces at the ends are the most common bytes of a line, which the
+	// search tries first.
+	return bytes.TrimSpace(best)
 }
 
 // anchors reports whether a pattern holds a start anchor (^, \A) or an end
@@ -266,27 +273,26 @@ func (m *RouteMatcher) Segment(line int, text []byte, start, end bool) {
 	for i := range m.slow {
 		m.feed(&m.slow[i], false, line, text, start, end)
 	}
-	if len(m.ev.Devices) < MaxDevices && start {
-		if at, n := m.deviceWord(text); n > 0 {
-			m.ev.Devices = append(m.ev.Devices, Match{Line: line, Text: excerpt(text, at, at+n)})
+	if len(m.ev.Devices) < MaxDevices && start && line <= DeviceLines {
+		if at, ok := m.deviceWord(text); ok {
+			m.ev.Devices = append(m.ev.Devices, Match{Line: line, Text: excerpt(text, at, at)})
 		}
 	}
 }
 
 // deviceWord finds a device word in text, in any case (the first of
-// deviceWords that is there): where it starts and its length, or a length
-// of 0.
-func (m *RouteMatcher) deviceWord(text []byte) (at, n int) {
+// deviceWords that is there): where it starts, and whether there is one.
+func (m *RouteMatcher) deviceWord(text []byte) (at int, ok bool) {
 	m.lower = m.lower[:0]
 	for _, c := range text {
 		m.lower = append(m.lower, lower[c])
 	}
 	for _, w := range deviceWords {
 		if i := bytes.Index(m.lower, w); i >= 0 {
-			return i, len(w)
+			return i, true
 		}
 	}
-	return 0, 0
+	return 0, false
 }
 
 // lower maps each byte to itself, but ASCII capitals to small letters.

@@ -120,6 +120,19 @@ func TestRouteAnchorsAndWindows(t *testing.T) {
 	}
 }
 
+func TestDeviceLinesFromTheLogsStart(t *testing.T) {
+	m, err := NewRouteMatcher([]string{`fast`}, []string{`slow`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Segment(DeviceLines, []byte("using device CUDA0"), true, true)
+	m.Segment(DeviceLines+1, []byte("using device CUDA1"), true, true)
+	m.Segment(DeviceLines+2, []byte("x"), false, true)
+	if ev := m.Evidence(); len(ev.Devices) != 1 || ev.Devices[0].Line != DeviceLines {
+		t.Errorf("Devices = %+v, want line %d alone", ev.Devices, DeviceLines)
+	}
+}
+
 func TestNeitherSays(t *testing.T) {
 	var log []string
 	for i := range 12 {
@@ -191,7 +204,7 @@ func TestExcerpt(t *testing.T) {
 		want     string
 	}{
 		{"a short line whole", "short line", 0, 5, "short line"},
-		{"a line of excerptMax whole", strings.Repeat("x", excerptMax), 0, 1, strings.Repeat("x", excerptMax)},
+		{"a line of excerptMax whole", strings.Repeat("x", excerptMax), 250, 251, strings.Repeat("x", excerptMax)},
 		{"around a match in the middle", long, 400, 405, "..." + long[300:600] + "..."},
 		{"a match at the start", long, 0, 5, long[:excerptMax] + "..."},
 		{"a match at the end", long, 790, 805, "..." + long[690:]},
@@ -229,7 +242,7 @@ func TestMustHold(t *testing.T) {
 		`per-op forward`:            "per-op forward",
 		`abc.def`:                   "abc",
 		`a.bc.def`:                  "def",
-		`(\d+) of (\d+) roles have`: " roles have",
+		`(\d+) of (\d+) roles have`: "roles have",
 		`(?i)per-op`:                "",
 		`a|b`:                       "",
 		`x+`:                        "",
@@ -252,9 +265,13 @@ func TestLowerAndDeviceWord(t *testing.T) {
 		}
 	}
 	m := &RouteMatcher{}
-	for text, want := range map[string][2]int{"CPU only": {0, 3}, "on the ASCEND card": {7, 6}, "gpu and cpu": {8, 3}, "nothing here": {0, 0}, "x Offload": {2, 7}} {
-		if at, n := m.deviceWord([]byte(text)); [2]int{at, n} != want {
-			t.Errorf("deviceWord(%q) = %d, %d; want %v", text, at, n, want)
+	for text, want := range map[string]int{"CPU only": 0, "on the ASCEND card": 7, "gpu and cpu": 8, "nothing here": -1, "x Offload": 2} {
+		at, ok := m.deviceWord([]byte(text))
+		if !ok {
+			at = -1
+		}
+		if at != want {
+			t.Errorf("deviceWord(%q) = %d, %v; want %d", text, at, ok, want)
 		}
 	}
 }
