@@ -1,0 +1,80 @@
+package measure
+
+import "fmt"
+
+// SpecialTokens is how many tokens of a reply may carry no text: an
+// end-of-turn token, a think tag the serve strips. Every other token
+// decodes to at least one byte, so a count above the text's bytes plus these
+// is more than the stream held.
+const SpecialTokens = 4
+
+// Count is a reply's number of generated tokens, where it came from, and
+// why a count the serve sent was not believed, when it was not.
+type Count struct {
+	N      int    `json:"n"`
+	Source string `json:"source"` // SourceUsage, SourceServer or SourceChunks
+	// Doubt says which count of the serve's was not believed and why; N is
+	// then the next count that holds (in the end, the chunks counted).
+	Doubt string `json:"doubt,omitempty"`
+}
+
+// Count gives usage.completion_tokens, else the server's
+// timings.predicted_n, else the content-bearing chunks; a count above
+// max_tokens, or above what the text the stream carried can hold, is not
+// believed and the next one is taken. Several tokens a chunk (a count above
+// the chunks but within both bounds) is a serve's right.
+func (r *Reply) Count() Count {
+	var doubts []string
+	if r.CompletionTokens != nil {
+		n := *r.CompletionTokens
+		why := r.implausible(n)
+		if why == "" {
+			return Count{N: n, Source: SourceUsage}
+		}
+		doubts = append(doubts, fmt.Sprintf("usage.completion_tokens %d %s", n, why))
+	}
+	if r.Server != nil && r.Server.PredictedN > 0 {
+		n := r.Server.PredictedN
+		why := r.implausible(n)
+		if why == "" {
+			return Count{N: n, Source: SourceServer, Doubt: doubt(doubts, n, SourceServer)}
+		}
+		doubts = append(doubts, fmt.Sprintf("timings.predicted_n %d %s", n, why))
+	}
+	return Count{N: r.Chunks, Source: SourceChunks, Doubt: doubt(doubts, r.Chunks, SourceChunks)}
+}
+
+// Tokens is Count's number and source.
+func (r *Reply) Tokens() (n int, source string) {
+	c := r.Count()
+	return c.N, c.Source
+}
+
+// implausible says why n tokens cannot be what the reply generated, or "".
+func (r *Reply) implausible(n int) string {
+	if r.MaxTokens > 0 && n > r.MaxTokens {
+		return fmt.Sprintf("is above max_tokens %d", r.MaxTokens)
+	}
+	if r.Truncated {
+		return "" // the text kept is not all the stream carried
+	}
+	if text := len(r.Content) + len(r.Reasoning); n > text+SpecialTokens {
+		return fmt.Sprintf("is more than the %s of text the stream carried can hold", plural(text, "byte"))
+	}
+	return ""
+}
+
+func doubt(doubts []string, n int, source string) string {
+	if len(doubts) == 0 {
+		return ""
+	}
+	s := doubts[0]
+	for _, d := range doubts[1:] {
+		s += "; " + d
+	}
+	what := "the serve's timings.predicted_n"
+	if source == SourceChunks {
+		what = "the chunks with content"
+	}
+	return fmt.Sprintf("%s: not believed; counted %d from %s instead", s, n, what)
+}

@@ -1,0 +1,49 @@
+package measure
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCount(t *testing.T) {
+	text := strings.Repeat("word ", 20) // 100 bytes
+	tests := []struct {
+		name string
+		r    Reply
+		want Count
+	}{
+		{"usage first", Reply{CompletionTokens: ptr(40), Server: &ServerTimings{PredictedN: 39}, Chunks: 38, Content: text}, Count{N: 40, Source: SourceUsage}},
+		{"usage of zero is still usage", Reply{CompletionTokens: ptr(0), Chunks: 3}, Count{N: 0, Source: SourceUsage}},
+		{"server when no usage", Reply{Server: &ServerTimings{PredictedN: 39}, Chunks: 38, Content: text}, Count{N: 39, Source: SourceServer}},
+		{"chunks when the server sent no count", Reply{Server: &ServerTimings{PredictedPerSecond: 80}, Chunks: 38}, Count{N: 38, Source: SourceChunks}},
+		{"chunks when nothing else", Reply{Chunks: 7}, Count{N: 7, Source: SourceChunks}},
+		{"several tokens a chunk, within max_tokens, is honest", Reply{CompletionTokens: ptr(30), Chunks: 10, MaxTokens: 32, Content: text}, Count{N: 30, Source: SourceUsage}},
+		{"exactly max_tokens", Reply{CompletionTokens: ptr(32), Chunks: 32, MaxTokens: 32, Content: text}, Count{N: 32, Source: SourceUsage}},
+		{"above max_tokens: the chunks", Reply{CompletionTokens: ptr(1000), Chunks: 10, MaxTokens: 32, Content: text},
+			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 1000 is above max_tokens 32: not believed; counted 10 from the chunks with content instead"}},
+		{"one above max_tokens", Reply{CompletionTokens: ptr(33), Chunks: 10, MaxTokens: 32, Content: text},
+			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 33 is above max_tokens 32: not believed; counted 10 from the chunks with content instead"}},
+		{"usage not believed, the server's count is", Reply{CompletionTokens: ptr(1000), Server: &ServerTimings{PredictedN: 12}, Chunks: 10, MaxTokens: 32, Content: text},
+			Count{N: 12, Source: SourceServer, Doubt: "usage.completion_tokens 1000 is above max_tokens 32: not believed; counted 12 from the serve's timings.predicted_n instead"}},
+		{"neither believed", Reply{CompletionTokens: ptr(1000), Server: &ServerTimings{PredictedN: 500}, Chunks: 10, MaxTokens: 32, Content: text},
+			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 1000 is above max_tokens 32; timings.predicted_n 500 is above max_tokens 32: not believed; counted 10 from the chunks with content instead"}},
+		{"more than the text can hold", Reply{CompletionTokens: ptr(30), Chunks: 10, MaxTokens: 64, Content: "0123456789", Reasoning: "abcdefghij"},
+			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 30 is more than the 20 bytes of text the stream carried can hold: not believed; counted 10 from the chunks with content instead"}},
+		{"the text and the special tokens, exactly", Reply{CompletionTokens: ptr(24), Chunks: 10, MaxTokens: 64, Content: "0123456789", Reasoning: "abcdefghij"}, Count{N: 24, Source: SourceUsage}},
+		{"one byte of text", Reply{CompletionTokens: ptr(6), Chunks: 1, Content: "x"},
+			Count{N: 1, Source: SourceChunks, Doubt: "usage.completion_tokens 6 is more than the 1 byte of text the stream carried can hold: not believed; counted 1 from the chunks with content instead"}},
+		{"cut text is not a bound", Reply{CompletionTokens: ptr(30), Chunks: 10, Truncated: true, Content: "0123456789"}, Count{N: 30, Source: SourceUsage}},
+		{"no max_tokens recorded", Reply{CompletionTokens: ptr(90), Chunks: 90, Content: text}, Count{N: 90, Source: SourceUsage}},
+	}
+	for _, tt := range tests {
+		got := tt.r.Count()
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: Count() (-want +got):\n%s", tt.name, diff)
+		}
+		if n, src := tt.r.Tokens(); n != tt.want.N || src != tt.want.Source {
+			t.Errorf("%s: Tokens() = %d, %q, want %d, %q", tt.name, n, src, tt.want.N, tt.want.Source)
+		}
+	}
+}
