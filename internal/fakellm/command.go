@@ -52,6 +52,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&opt.RateNoise, "rate-noise", 0, "draw each request's rate from --rate ± this fraction")
 	fs.Uint64Var(&opt.Seed, "seed", 1, "seed of --rate-noise")
 	fs.BoolVar(&opt.Instant, "instant", false, "stream without pacing; report the nominal rate in timings")
+	fs.BoolVar(&opt.Nagle, "nagle", false, "leave Nagle's algorithm on and write headers apart, as Python's http.server does")
 	fs.StringVar(&opt.Route, "route", RouteFast, "route the log names: fast, slow, partial, both or neither")
 	fs.IntVar(&opt.AnswerTokens, "answer-tokens", 0, "tokens in a full answer (0: more than max_tokens)")
 	fs.BoolVar(&opt.ThinkingAlways, "thinking-always", false, "reason even when the request turns thinking off")
@@ -120,6 +121,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stdout, "fakellm: fatal: %v\n", err)
 		return 1
+	}
+	if opt.Nagle {
+		ln = NagleListener(ln)
 	}
 	handler := New(opt)
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}

@@ -51,9 +51,12 @@ type Options struct {
 	// the same seed gives the same rates.
 	RateNoise float64
 	Seed      uint64
-	// Instant streams without pacing, and reports the nominal rate as the
-	// serve's own timings.predicted_per_second.
+	// Instant streams without pacing, and reports the nominal rate in the
+	// serve's own timings (predicted_ms as n - 1 steps at that rate).
 	Instant bool
+	// Nagle writes as a Python serve does: the headers in a write of their
+	// own before the role chunk. Serve it on a NagleListener.
+	Nagle bool
 
 	AnswerTokens int // tokens in a full answer; 0: always more than max_tokens
 
@@ -89,8 +92,9 @@ type Server struct {
 	p       persona
 	start   time.Time
 	mu      sync.Mutex
-	n       int   // requests so far
-	last    stats // of the last request, for a persona with a stats path
+	n       int      // requests so far
+	last    stats    // of the last request, for a persona with a stats path
+	prompt  []string // the last request's prompt, for the prompt cache
 	logMu   sync.Mutex
 	started bool
 }
@@ -302,7 +306,29 @@ func (s *Server) rate(n int) float64 {
 	return r
 }
 
+// promptCache is what a llama.cpp-like serve keeps of the last prompt: the
+// longest common prefix is not evaluated again. Tokens are words here, after
+// a chat template's opening every prompt shares.
+type promptCache struct{ total, cached int }
+
+const templateTokens = 4
+
+func (s *Server) cache(req chatRequest) promptCache {
+	words := strings.Fields(req.Messages[len(req.Messages)-1].Content)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	common := 0
+	for common < len(words) && common < len(s.prompt) && words[common] == s.prompt[common] {
+		common++
+	}
+	s.prompt = words
+	total := templateTokens + len(words)
+	// At least one token is evaluated, to sample the first from.
+	return promptCache{total: total, cached: min(templateTokens+common, total-1)}
+}
+
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest, n int, tokens []string, thinking bool, finish string) {
+	prompt := s.cache(req)
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
@@ -310,6 +336,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
+	if s.opt.Nagle {
+		w.WriteHeader(http.StatusOK)
+		fl.Flush()
+	}
 	id := fmt.Sprintf("chatcmpl-%d", n)
 	created := s.start.Unix()
 	send := func(v any) bool {
@@ -367,19 +397,21 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	end := time.Now()
 	last := chunk(map[string]any{}, finish)
 	decode := end.Sub(first).Seconds()
+	if s.opt.Instant && nominal > 0 {
+		decode = float64(len(tokens)-1) / nominal
+	}
+	// As llama.cpp counts: predicted_ms runs from the first token sampled,
+	// so predicted_per_second is n tokens over n - 1 steps.
 	pps := 0.0
 	if decode > 0 {
 		pps = float64(len(tokens)) / decode
 	}
-	if s.opt.Instant {
-		pps = nominal
-	}
 	s.mu.Lock()
-	s.last = stats{TTFT: first.Sub(begin).Seconds(), TPS: pps, Input: 20, Output: len(tokens)}
+	s.last = stats{TTFT: first.Sub(begin).Seconds(), TPS: pps, Input: prompt.total, Output: len(tokens)}
 	s.mu.Unlock()
 	if s.p.timings && !s.opt.NoTimings {
 		last["timings"] = map[string]any{
-			"prompt_n": 20, "prompt_ms": s.opt.FirstTokenMS,
+			"cache_n": prompt.cached, "prompt_n": prompt.total - prompt.cached, "prompt_ms": s.opt.FirstTokenMS,
 			"predicted_n": len(tokens), "predicted_ms": decode * 1000, "predicted_per_second": pps,
 		}
 	}
@@ -390,7 +422,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 		if !send(map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created, "model": s.opt.Model,
 			"choices": []any{},
-			"usage":   s.usage(len(tokens), first.Sub(begin), decode),
+			"usage":   s.promptUsage(s.usage(len(tokens), first.Sub(begin), decode), prompt, len(tokens)),
 		}) {
 			return
 		}
@@ -402,6 +434,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 
 // usage is the usage chunk's figures; FastFlowLM adds its own timings
 // (src/server/streaming_ostream_openai.hpp): seconds and tokens per second.
+// promptUsage puts the prompt's tokens, and those the cache held, in usage.
+func (s *Server) promptUsage(u map[string]any, prompt promptCache, tokens int) map[string]any {
+	u["prompt_tokens"], u["total_tokens"] = prompt.total, prompt.total+tokens
+	u["prompt_tokens_details"] = map[string]any{"cached_tokens": prompt.cached}
+	return u
+}
+
 func (s *Server) usage(tokens int, ttft time.Duration, decode float64) map[string]any {
 	u := map[string]any{"prompt_tokens": 20, "completion_tokens": tokens, "total_tokens": 20 + tokens}
 	if s.p.flmUsage {

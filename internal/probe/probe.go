@@ -3,7 +3,6 @@
 package probe
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +12,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
@@ -41,7 +42,12 @@ type Prober struct {
 	StatsURL       string
 	RequestTimeout time.Duration // for the whole reply, stream included
 	MaxBody        int64         // 0: DefaultMaxBody
-	Client         *http.Client  // nil: a client of its own
+	// Client, when set, is used in place of the probe's own transport (a
+	// connection a request, acknowledging at once); benchmarks compare.
+	Client *http.Client
+
+	once sync.Once
+	own  *http.Client
 }
 
 type request struct {
@@ -87,59 +93,113 @@ func (p *Prober) Body(prompt string) []byte {
 }
 
 // Ask sends one prompt and assembles the streamed reply. Whatever goes wrong
-// is recorded in Reply.Error; Ask itself does not fail.
-func (p *Prober) Ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt) (r measure.Reply) {
-	r = measure.Reply{N: n, Warmup: warmup, Prompt: pr.Prompt, Expect: pr.Expect}
-	client := p.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
+// is recorded in Reply.Error; Ask itself does not fail. A request that fails
+// before any byte of its answer came is asked once more, on a new
+// connection, and the reply says so.
+func (p *Prober) Ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt) measure.Reply {
 	ctx, cancel := context.WithTimeout(ctx, p.RequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, bytes.NewReader(p.Body(pr.Prompt)))
+	r, unanswered := p.ask(ctx, n, warmup, pr)
+	if unanswered && ctx.Err() == nil {
+		first := r.Error
+		r, _ = p.ask(ctx, n, warmup, pr)
+		r.Retried = first
+	}
+	return r
+}
+
+// ask is one attempt. unanswered is true when it failed before any byte of
+// the answer came, so asking again cannot count anything twice.
+func (p *Prober) ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt) (r measure.Reply, unanswered bool) {
+	r = measure.Reply{N: n, Warmup: warmup, Prompt: pr.Prompt, Expect: pr.Expect, MaxTokens: p.MaxTokens}
+	client := p.Client
+	if client == nil {
+		client = p.client()
+	}
+	stats := &connStats{}
+	req, err := http.NewRequestWithContext(withStats(ctx, stats), http.MethodPost, p.URL, bytes.NewReader(p.Body(pr.Prompt)))
 	if err != nil {
 		r.Error = err.Error()
-		return r
+		return r, false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept-Encoding", "identity")
 
 	r.T0 = time.Now()
 	t0 := r.T0
-	defer func() { r.EndMS = msSince(t0) }()
+	defer func() {
+		if r.EndMS == 0 {
+			r.EndMS = msSince(t0)
+		}
+	}()
 	resp, err := client.Do(req)
 	if err != nil {
 		r.Error = p.describe(ctx, err, &r)
-		return r
+		return r, stats.bytes.Load() == 0
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		r.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(b))
-		return r
+		return r, false
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		r.Error = fmt.Sprintf("the serve answered %q, not a stream (text/event-stream); it must support stream: true", mt)
-		return r
+		return r, false
+	}
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
+		r.Error = fmt.Sprintf("the serve compressed the stream (Content-Encoding %q) though asked for identity: compression holds tokens back; turn it off", ce)
+		return r, false
 	}
 	max := p.MaxBody
 	if max <= 0 {
 		max = DefaultMaxBody
 	}
-	body := &limitedReader{r: resp.Body, left: max}
-	if err := read(body, t0, &r); err != nil {
+	var src io.Reader = resp.Body
+	arrival := stats.arrivals.Load
+	if stats.conn.Load() == nil {
+		// Not the probe's own connection: each read is an arrival.
+		cr := &countedReader{r: resp.Body}
+		src, arrival = cr, cr.reads.Load
+	}
+	body := &limitedReader{r: src, left: max}
+	err = read(body, t0, &r, arrival)
+	r.EndMS = msSince(t0)
+	if err != nil {
 		if body.left <= 0 {
 			err = fmt.Errorf("the stream ran past %d bytes; stopped reading", max)
 		}
 		r.Error = p.describe(ctx, err, &r)
-		return r
+		return r, false
 	}
+	drain(resp.Body, stats)
 	if p.StatsURL != "" {
 		if st, err := p.stats(ctx, client); err == nil {
 			r.Server = st
 		}
 	}
-	return r
+	return r, false
+}
+
+// drainWait is how long the probe waits, after [DONE], for the serve to end
+// the response, so the connection closes with a FIN rather than a reset
+// (which a Python serve logs as a ConnectionResetError traceback).
+const drainWait = time.Second
+
+// drain reads what follows [DONE] to the end of the response, for at most
+// drainWait and maxErrorBody bytes.
+func drain(body io.Reader, stats *connStats) {
+	if c := stats.conn.Load(); c != nil {
+		c.SetReadDeadline(time.Now().Add(drainWait))
+	}
+	io.Copy(io.Discard, io.LimitReader(body, maxErrorBody))
+}
+
+// client is the probe's own HTTP client, made once.
+func (p *Prober) client() *http.Client {
+	p.once.Do(func() { p.own = &http.Client{Transport: newTransport()} })
+	return p.own
 }
 
 // stats reads the serve's own figures of its last request, Lemonade's shape:
@@ -201,83 +261,151 @@ type chunk struct {
 	} `json:"choices"`
 	Usage *struct {
 		CompletionTokens *int `json:"completion_tokens"`
+		PromptTokens     *int `json:"prompt_tokens"`
+		Details          *struct {
+			CachedTokens *int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Timings *measure.ServerTimings `json:"timings"`
 	Error   json.RawMessage        `json:"error"`
 }
 
 var (
-	dataPrefix = []byte("data:")
-	done       = []byte("[DONE]")
+	dataField = []byte("data")
+	done      = []byte("[DONE]")
+	typeError = []byte("error")
 )
 
 // read assembles the stream into r. It returns nil only when the stream ended
-// with [DONE].
-func read(body io.Reader, t0 time.Time, r *measure.Reply) error {
-	br := bufio.NewReaderSize(body, 64<<10)
+// with [DONE]. arrival gives, when a line comes, the number of the network
+// arrival that brought it.
+func read(body io.Reader, t0 time.Time, r *measure.Reply, arrival func() int64) error {
+	lines := newLineReader(body)
 	var content, reasoning strings.Builder
 	defer func() {
 		r.Content, r.Reasoning = content.String(), reasoning.String()
 	}()
+	var ev event
+	var at float64 // when the event's last data line came
+	var from int64 // and the arrival that brought it
+	lastFrom := int64(-1)
 	for {
-		line, err := br.ReadSlice('\n')
-		// The arrival time, taken before the chunk is parsed, so the parse
+		line, err := lines.next()
+		// The arrival time, taken before the line is parsed, so the parse
 		// does not count against the serve.
-		at := msSince(t0)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return errors.New("a stream line ran past 64 KiB")
+		now := msSince(t0)
+		if err != nil {
+			if errors.Is(err, errLineTooLong) {
+				return err
+			}
+			if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+				return errors.New("the stream ended before [DONE]: the serve closed the connection")
+			}
+			return err
 		}
-		line = bytes.TrimRight(line, "\r\n")
-		if data, ok := bytes.CutPrefix(line, dataPrefix); ok {
-			data = bytes.TrimSpace(data)
-			if bytes.Equal(data, done) {
-				return nil
+		if !ev.take(line) {
+			if name, _ := field(line); bytes.Equal(name, dataField) {
+				at, from = now, arrival()
 			}
-			var c chunk // fresh each time: json reuses slice elements without zeroing them
-			if jerr := json.Unmarshal(data, &c); jerr != nil {
-				return fmt.Errorf("a stream chunk is not JSON (%v): %.120q", jerr, data)
-			}
+			continue
+		}
+		if !ev.hasData {
+			ev.reset()
+			continue
+		}
+		data := bytes.TrimSpace(ev.data)
+		if bytes.Equal(data, done) {
+			return nil
+		}
+		if bytes.Equal(ev.typ, typeError) {
+			return fmt.Errorf("the serve sent an error in the stream: %s", errorMessage(data))
+		}
+		chunks, jerr := decode(data)
+		if jerr != nil {
+			return fmt.Errorf("a stream chunk is not JSON (%v): %.120q", jerr, data)
+		}
+		ev.reset()
+		for i := range chunks {
+			c := &chunks[i]
 			if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
 				return fmt.Errorf("the serve sent an error in the stream: %s", errorMessage(data))
 			}
-			bearing := false
-			for _, ch := range c.Choices {
-				d := &ch.Delta
-				if d.Content != "" {
-					bearing = true
-					add(&content, d.Content, r)
-				}
-				if rs := d.ReasoningContent + d.Reasoning; rs != "" {
-					bearing = true
-					add(&reasoning, rs, r)
-				}
-				if ch.FinishReason != nil {
-					r.FinishReason = *ch.FinishReason
-				}
-			}
-			if bearing {
+			if take(c, r, &content, &reasoning) {
 				if r.FirstMS == nil {
 					first := at
 					r.FirstMS = &first
 				}
-				r.LastMS = &at
+				last := at
+				r.LastMS = &last
 				r.Chunks++
+				if n := len(r.Arrivals); n > 0 && from == lastFrom {
+					r.Arrivals[n-1].Chunks++
+				} else {
+					r.Arrivals = append(r.Arrivals, measure.Arrival{MS: at, Chunks: 1})
+				}
+				lastFrom = from
 			}
-			if c.Usage != nil && c.Usage.CompletionTokens != nil {
-				n := *c.Usage.CompletionTokens
-				r.CompletionTokens = &n
-			}
-			if c.Timings != nil {
-				r.Server = c.Timings
-			}
-		}
-		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-			return errors.New("the stream ended before [DONE]: the serve closed the connection")
-		}
-		if err != nil {
-			return err
 		}
 	}
+}
+
+// decode reads an event's data: one JSON chunk, or, from a serve that puts
+// several data lines in one event, several.
+func decode(data []byte) ([]chunk, error) {
+	var one [1]chunk
+	err := json.Unmarshal(data, &one[0])
+	if err == nil {
+		return one[:], nil
+	}
+	var cs []chunk
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var c chunk // fresh each time: json reuses slice elements without zeroing them
+		if derr := dec.Decode(&c); derr == io.EOF {
+			break
+		} else if derr != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// take records what one chunk carries. It reports whether the chunk bore
+// content or reasoning.
+func take(c *chunk, r *measure.Reply, content, reasoning *strings.Builder) (bearing bool) {
+	for _, ch := range c.Choices {
+		d := &ch.Delta
+		if d.Content != "" {
+			bearing = true
+			add(content, d.Content, r)
+		}
+		if rs := d.ReasoningContent + d.Reasoning; rs != "" {
+			bearing = true
+			add(reasoning, rs, r)
+		}
+		if ch.FinishReason != nil {
+			r.FinishReason = *ch.FinishReason
+		}
+	}
+	if u := c.Usage; u != nil {
+		if u.CompletionTokens != nil {
+			n := *u.CompletionTokens
+			r.CompletionTokens = &n
+		}
+		if u.PromptTokens != nil {
+			n := *u.PromptTokens
+			r.PromptTokens = &n
+		}
+		if u.Details != nil && u.Details.CachedTokens != nil {
+			n := *u.Details.CachedTokens
+			r.CachedTokens = &n
+		}
+	}
+	if c.Timings != nil {
+		r.Server = c.Timings
+	}
+	return bearing
 }
 
 func add(b *strings.Builder, s string, r *measure.Reply) {
@@ -336,4 +464,16 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.left -= int64(n)
 	return n, err
+}
+
+// countedReader counts reads, for a body that is not on the probe's own
+// connection.
+type countedReader struct {
+	r     io.Reader
+	reads atomic.Int64
+}
+
+func (c *countedReader) Read(p []byte) (int, error) {
+	c.reads.Add(1)
+	return c.r.Read(p)
 }

@@ -24,7 +24,7 @@ func prober(t *testing.T, h http.Handler) *Prober {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &Prober{URL: srv.URL + "/v1/chat/completions", Model: "m", MaxTokens: 10, RequestTimeout: 10 * time.Second, Client: srv.Client()}
+	return &Prober{URL: srv.URL + "/v1/chat/completions", Model: "m", MaxTokens: 10, RequestTimeout: 10 * time.Second}
 }
 
 var question = prompts.Prompt{Prompt: "What is the capital of France?"}
@@ -240,6 +240,12 @@ func TestAskCancelledAndUnreachable(t *testing.T) {
 	}
 }
 
+// readString reads a whole stream that came in one read.
+func readString(s string, r *measure.Reply) error {
+	cr := &countedReader{r: strings.NewReader(s)}
+	return read(cr, time.Now(), r, cr.reads.Load)
+}
+
 func TestTextBound(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprint(&b, "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n")
@@ -249,7 +255,7 @@ func TestTextBound(t *testing.T) {
 	}
 	b.WriteString("data: [DONE]\n\n")
 	var r measure.Reply
-	if err := read(strings.NewReader(b.String()), time.Now(), &r); err != nil {
+	if err := readString(b.String(), &r); err != nil {
 		t.Fatal(err)
 	}
 	if !r.Truncated || len(r.Content) > MaxText || r.Chunks != 21 {
@@ -272,9 +278,11 @@ func BenchmarkRead(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		var r measure.Reply
-		if err := read(strings.NewReader(stream), time.Now(), &r); err != nil {
+		if err := readString(stream, &r); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tokens), "ns/token")
 }
+
+var timeZero = time.Now()
