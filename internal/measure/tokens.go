@@ -51,8 +51,13 @@ func (r *Reply) Tokens() (n int, source string) {
 }
 
 // implausible says why n tokens cannot be what the reply generated, or "".
+// A reply recorded without its max_tokens (a reply file from before the
+// probe kept it) is taken as it was then.
 func (r *Reply) implausible(n int) string {
-	if r.MaxTokens > 0 && n > r.MaxTokens {
+	if r.MaxTokens <= 0 {
+		return ""
+	}
+	if n > r.MaxTokens {
 		return fmt.Sprintf("is above max_tokens %d", r.MaxTokens)
 	}
 	if r.Truncated {

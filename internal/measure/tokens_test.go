@@ -32,10 +32,10 @@ func TestCount(t *testing.T) {
 		{"more than the text can hold", Reply{CompletionTokens: ptr(30), Chunks: 10, MaxTokens: 64, Content: "0123456789", Reasoning: "abcdefghij"},
 			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 30 is more than the 20 bytes of text the stream carried can hold: not believed; counted 10 from the chunks with content instead"}},
 		{"the text and the special tokens, exactly", Reply{CompletionTokens: ptr(24), Chunks: 10, MaxTokens: 64, Content: "0123456789", Reasoning: "abcdefghij"}, Count{N: 24, Source: SourceUsage}},
-		{"one byte of text", Reply{CompletionTokens: ptr(6), Chunks: 1, Content: "x"},
+		{"one byte of text", Reply{CompletionTokens: ptr(6), Chunks: 1, MaxTokens: 64, Content: "x"},
 			Count{N: 1, Source: SourceChunks, Doubt: "usage.completion_tokens 6 is more than the 1 byte of text the stream carried can hold: not believed; counted 1 from the chunks with content instead"}},
-		{"cut text is not a bound", Reply{CompletionTokens: ptr(30), Chunks: 10, Truncated: true, Content: "0123456789"}, Count{N: 30, Source: SourceUsage}},
-		{"no max_tokens recorded", Reply{CompletionTokens: ptr(90), Chunks: 90, Content: text}, Count{N: 90, Source: SourceUsage}},
+		{"cut text is not a bound", Reply{CompletionTokens: ptr(30), Chunks: 10, MaxTokens: 64, Truncated: true, Content: "0123456789"}, Count{N: 30, Source: SourceUsage}},
+		{"no max_tokens recorded: an older reply file, taken as it was", Reply{CompletionTokens: ptr(90), Chunks: 90, Content: "x"}, Count{N: 90, Source: SourceUsage}},
 	}
 	for _, tt := range tests {
 		got := tt.r.Count()

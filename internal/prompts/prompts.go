@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -23,15 +25,46 @@ type Prompt struct {
 
 // Builtin is the default set: five questions whose answers run longer than
 // the default max-tokens, so every reply decodes for its whole budget and the
-// rate is measured over the same span each time.
+// rate is measured over the same span each time. Each starts with a word of
+// its own, so a serve's prompt cache shares no more than the chat template's
+// opening between them.
 func Builtin() []Prompt {
 	return []Prompt{
 		{Prompt: "Explain in detail how a CPU cache works: the levels, lines, associativity, and what happens on a miss. Give examples."},
 		{Prompt: "Write a long story about a lighthouse keeper who finds a message in a bottle. Describe the sea, the weather and the keeper's days."},
 		{Prompt: "Describe the history of the Roman Empire from its founding to the fall of Constantinople, century by century."},
 		{Prompt: "List twenty common Linux shell commands and explain each one with an example of its use."},
-		{Prompt: "Explain step by step how to bake a loaf of sourdough bread, from feeding the starter to cooling the loaf."},
+		{Prompt: "Bake a loaf of sourdough bread with me step by step, from feeding the starter to cooling the loaf."},
 	}
+}
+
+// warmup is the warm-up request's question: none of the built-in ones, and
+// unlike them from its first word.
+const warmup = "Warm-up request: count from one to twenty in words, then name the seasons of the year."
+
+// Warmup is the warm-up request's prompt: none of the judged prompts ps, so
+// no judged reply finds its prompt in the serve's cache.
+func Warmup(ps []Prompt) Prompt {
+	w := warmup
+	for slices.ContainsFunc(ps, func(p Prompt) bool { return p.Prompt == w }) {
+		w += " Again."
+	}
+	return Prompt{Prompt: w}
+}
+
+// ForReply is the prompt of judged reply n (from 1): the prompts in turn. A
+// prompt asked before in this run (the turn came round again, or the file
+// repeats a line) is asked as "Request n: ..." so that it differs from
+// every earlier request from its first words: a serve's prompt cache (llama-server
+// reuses the longest common prefix with a cached prompt) then holds no more
+// than the chat template's opening, and the first token pays for the prompt.
+func ForReply(ps []Prompt, n int) Prompt {
+	i := (n - 1) % len(ps)
+	p := ps[i]
+	if n > len(ps) || slices.ContainsFunc(ps[:i], func(q Prompt) bool { return q.Prompt == p.Prompt }) {
+		p.Prompt = "Request " + strconv.Itoa(n) + ": " + p.Prompt
+	}
+	return p
 }
 
 // Load reads a prompts file.

@@ -110,3 +110,57 @@ func TestBuiltin(t *testing.T) {
 		seen[p.Prompt] = true
 	}
 }
+
+func TestWarmupAndForReply(t *testing.T) {
+	builtin := Builtin()
+	w := Warmup(builtin)
+	for _, p := range builtin {
+		if p.Prompt == w.Prompt || strings.Fields(p.Prompt)[0] == strings.Fields(w.Prompt)[0] {
+			t.Errorf("Warmup() = %q: it must differ from the judged %q from its first word", w.Prompt, p.Prompt)
+		}
+	}
+	if w2 := Warmup([]Prompt{w}); w2.Prompt == w.Prompt {
+		t.Errorf("Warmup of a file holding the warm-up prompt = %q, want another", w2.Prompt)
+	}
+
+	a, b := Prompt{Prompt: "alpha", Expect: "A"}, Prompt{Prompt: "beta"}
+	tests := []struct {
+		ps   []Prompt
+		n    int
+		want Prompt
+	}{
+		{[]Prompt{a, b}, 1, a},
+		{[]Prompt{a, b}, 2, b},
+		{[]Prompt{a, b}, 3, Prompt{Prompt: "Request 3: alpha", Expect: "A"}},
+		{[]Prompt{a, b}, 4, Prompt{Prompt: "Request 4: beta"}},
+		{[]Prompt{a}, 1, a},
+		{[]Prompt{a}, 2, Prompt{Prompt: "Request 2: alpha", Expect: "A"}},
+		{[]Prompt{a, b, a}, 3, Prompt{Prompt: "Request 3: alpha", Expect: "A"}},
+		{[]Prompt{a, b, b}, 2, b},
+	}
+	for _, tt := range tests {
+		if got := ForReply(tt.ps, tt.n); got != tt.want {
+			t.Errorf("ForReply(%v, %d) = %+v, want %+v", tt.ps, tt.n, got, tt.want)
+		}
+	}
+	// No two requests of a run of 15 on the built-in set ask the same.
+	seen := map[string]bool{w.Prompt: true}
+	for n := 1; n <= 15; n++ {
+		p := ForReply(builtin, n).Prompt
+		if seen[p] {
+			t.Errorf("ForReply(builtin, %d) = %q, asked before", n, p)
+		}
+		seen[p] = true
+	}
+}
+
+func TestBuiltinDifferFromTheFirstWord(t *testing.T) {
+	first := map[string]string{}
+	for _, p := range Builtin() {
+		w := strings.Fields(p.Prompt)[0]
+		if q, ok := first[w]; ok {
+			t.Errorf("built-in prompts %q and %q start alike: a prompt cache would share their opening", q, p.Prompt)
+		}
+		first[w] = p.Prompt
+	}
+}
