@@ -54,8 +54,9 @@ type Options struct {
 	// Instant streams without pacing, and reports the nominal rate in the
 	// serve's own timings (predicted_ms as n - 1 steps at that rate).
 	Instant bool
-	// Nagle writes as a Python serve does: the headers in a write of their
-	// own before the role chunk. Serve it on a NagleListener.
+	// Nagle writes as a Python serve often does: the prompt evaluated
+	// first, then the headers, the role chunk and each token in writes of
+	// their own. Serve it on a NagleListener.
 	Nagle bool
 
 	AnswerTokens int // tokens in a full answer; 0: always more than max_tokens
@@ -336,7 +337,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
+	begin := time.Now()
 	if s.opt.Nagle {
+		// As a Python serve often does: the prompt first, then the
+		// headers, the role chunk and the first token, a write each.
+		if !sleepUntil(r, begin.Add(ms(s.opt.FirstTokenMS))) {
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 		fl.Flush()
 	}
@@ -356,7 +363,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
 		}
 	}
-	begin := time.Now()
 	// The role-only chunk comes at once, before prefill, as llama.cpp sends it.
 	if !send(chunk(map[string]any{"role": "assistant", "content": nil}, nil)) {
 		return

@@ -19,6 +19,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
 )
@@ -375,9 +376,11 @@ type asker struct {
 // was cancelled and nothing was asked.
 func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 	p := a.g.Plan
-	prompt := p.Prompts[(n-1)%len(p.Prompts)]
+	// Cold prompts: the warm-up asks none of the judged prompts, and no
+	// judged request repeats an earlier one.
+	prompt := prompts.ForReply(p.Prompts, n)
 	if warmup {
-		prompt = p.Prompts[0]
+		prompt = prompts.Warmup(p.Prompts)
 	}
 	var r measure.Reply
 	select {

@@ -30,7 +30,7 @@ const (
 // Rate sources.
 const (
 	RateClient = "client" // decode rate measured from the stream
-	RateServer = "server" // the serve's own timings.predicted_per_second
+	RateServer = "server" // the serve's own figures, on the stream's definition (measure.Reply.ServerEstimate)
 )
 
 // Limits are what the evidence is judged against.
@@ -177,15 +177,22 @@ func neither(ev Evidence) string {
 	return d + "; what it says about devices: " + strings.Join(quoted, ", ")
 }
 
+// Disagree is how far the stream's rate and the serve's own may differ, as a
+// fraction of the serve's, before the report warns that the measurement path
+// is not clean (a proxy, a buffer, the transport).
+const Disagree = 0.05
+
 func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	a := Assertion{Name: Rate}
 	var rates []float64
-	var each []string
-	var missing []string
+	var each, missing, regressed, disagree []string
 	approximate := 0
 	for i := range replies {
 		r := &replies[i]
 		v, why := l.RateOf(r)
+		if d, ok := r.Disagreement(); ok && d > Disagree {
+			disagree = append(disagree, fmt.Sprintf("%d (%.0f%%)", r.N, d*100))
+		}
 		if why != "" {
 			// Its own reason only: a reply that failed sent no usage either.
 			each = append(each, "-")
@@ -194,6 +201,9 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 		}
 		if _, src := r.Tokens(); src == measure.SourceChunks && l.RateSource != RateServer {
 			approximate++
+		}
+		if l.RateSource != RateServer && r.Estimate().Method == measure.MethodRegression {
+			regressed = append(regressed, strconv.Itoa(r.N))
 		}
 		rates = append(rates, v)
 		each = append(each, fmt.Sprintf("%.1f", v))
@@ -205,6 +215,13 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	figures := fmt.Sprintf("(floor %.1f; each: %s)", l.Floor, strings.Join(each, ", "))
 	if approximate > 0 {
 		figures += fmt.Sprintf("; tokens approximate for %d of %d: counted chunks, the serve sent no usage", approximate, len(rates))
+	}
+	if len(regressed) > 0 {
+		figures += fmt.Sprintf("; chunks came together in replies %s: their rates are the regression over arrivals", strings.Join(regressed, ", "))
+	}
+	if len(disagree) > 0 {
+		figures += fmt.Sprintf("; warning: the stream's rate and the serve's own differ by more than %.0f%% in replies %s: the measurement path is not clean",
+			Disagree*100, strings.Join(disagree, ", "))
 	}
 	if len(missing) > 0 {
 		a.Detail = strings.Join(missing, "; ") + " " + figures

@@ -247,7 +247,7 @@ func TestJudge(t *testing.T) {
 			name: "server rate source without server figures fails by name", log: fastLine,
 			replies: withReply(fastRow, 1, func(r *measure.Reply) { r.Server = nil }),
 			limits:  Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateServer},
-			want:    okay{true, false, true, true}, contains: []string{"", "reply 2 has no rate (the serve sent no timings.predicted_per_second)"},
+			want:    okay{true, false, true, true}, contains: []string{"", "reply 2 has no rate (the serve sent no timings)"},
 		},
 		{
 			name: "tokens counted from chunks are flagged approximate", log: fastLine,
@@ -266,6 +266,69 @@ func TestJudge(t *testing.T) {
 			replies: withReply(withReply(fastRow, 0, func(r *measure.Reply) { r.CompletionTokens = nil; r.Server = nil }), 1, func(r *measure.Reply) { r.Error = "connection reset" }),
 			want:    okay{true, false, true, false},
 			exact:   []string{"", "reply 2 has no rate (the reply failed) (floor 60.0; each: 98.4, -, 82.1); tokens approximate for 1 of 2: counted chunks, the serve sent no usage"},
+		},
+		{
+			name: "the serve's own figures on the stream's definition: (n-1)/predicted_ms", log: fastLine,
+			replies: withReply(fastRow[:1], 0, func(r *measure.Reply) {
+				r.Server = &measure.ServerTimings{PredictedN: 16, PredictedMS: 250, PredictedPerSecond: 64}
+			}),
+			limits: Limits{Floor: 60.5, FirstTokenMS: 600, RateSource: RateServer},
+			want:   okay{true, false, true, true},
+			exact:  []string{"", "median 60.0 tok/s, the serve's own figures (floor 60.5; each: 60.0); warning: the stream's rate and the serve's own differ by more than 5% in replies 1 (64%): the measurement path is not clean"},
+		},
+		{
+			name: "the stream and the serve agree within 5%: no warning", log: fastLine,
+			replies: withReply(fastRow[:1], 0, func(r *measure.Reply) {
+				r.Server = &measure.ServerTimings{PredictedN: 128, PredictedMS: 127 / 98.4 * 1000 * 1.04}
+			}),
+			want:  okay{true, true, true, true},
+			exact: []string{"", "median 98.4 tok/s (floor 60.0; each: 98.4)"},
+		},
+		{
+			name: "the stream and the serve differ by just over 5%", log: fastLine,
+			replies: withReply(fastRow[:1], 0, func(r *measure.Reply) {
+				r.Server = &measure.ServerTimings{PredictedN: 128, PredictedMS: 127 / 98.4 * 1000 / 1.06}
+			}),
+			want:  okay{true, true, true, true},
+			exact: []string{"", "median 98.4 tok/s (floor 60.0; each: 98.4); warning: the stream's rate and the serve's own differ by more than 5% in replies 1 (6%): the measurement path is not clean"},
+		},
+		{
+			name: "chunks that came together: the regression, said", log: fastLine,
+			replies: withReply(fastRow[:2], 1, func(r *measure.Reply) {
+				r.CompletionTokens, r.Chunks, r.Server = ptr(9), 9, nil
+				r.Arrivals = []measure.Arrival{{MS: 300, Chunks: 1}, {MS: 340, Chunks: 4}, {MS: 380, Chunks: 4}}
+				r.FirstMS, r.LastMS = ptr(300.0), ptr(380.0)
+			}),
+			want:  okay{true, true, true, true},
+			exact: []string{"", "median 99.2 tok/s (floor 60.0; each: 98.4, 100.0); chunks came together in replies 2: their rates are the regression over arrivals"},
+		},
+		{
+			name: "the serve's rate source is not a regression", log: fastLine,
+			replies: withReply(fastRow[:1], 0, func(r *measure.Reply) {
+				r.CompletionTokens, r.Chunks = ptr(9), 9
+				r.Server = &measure.ServerTimings{PredictedN: 9, PredictedMS: 80}
+				r.Arrivals = []measure.Arrival{{MS: 300, Chunks: 1}, {MS: 340, Chunks: 4}, {MS: 380, Chunks: 4}}
+				r.FirstMS, r.LastMS = ptr(300.0), ptr(380.0)
+			}),
+			limits: Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateServer},
+			want:   okay{true, true, true, true},
+			exact:  []string{"", "median 100.0 tok/s, the serve's own figures (floor 60.0; each: 100.0)"},
+		},
+		{
+			name: "a burst fails the rate, saying what to do", log: fastLine,
+			replies: withReply(fastRow, 2, func(r *measure.Reply) {
+				r.Arrivals = []measure.Arrival{{MS: 300, Chunks: 128}}
+				r.LastMS = ptr(300.2)
+			}),
+			want:     okay{true, false, true, true},
+			contains: []string{"", "reply 3 has no rate (" + measure.Burst + ") (floor 60.0; each: 98.4, 84.4, -)"},
+		},
+		{
+			name: "a lying counter fails the rate", log: fastLine,
+			replies: withReply(fastRow, 0, func(r *measure.Reply) { r.MaxTokens, r.CompletionTokens = 128, ptr(1000) }),
+			want:    okay{true, false, true, true},
+			exact: []string{"", "reply 1 has no rate (usage.completion_tokens 1000 is above max_tokens 128; timings.predicted_n 128 is more than the 52 bytes of text the stream carried can hold: not believed; " +
+				"counted 128 from the chunks with content instead; on that count the rate would be 98.4 tok/s) (floor 60.0; each: -, 84.4, 82.1)"},
 		},
 		{
 			name: "an expect pattern that matches", log: fastLine,

@@ -45,7 +45,8 @@ type Estimate struct {
 // depend on how long the answer is. A stream whose chunks partly came
 // together gives the regression over its arrivals; one that came in one
 // arrival, or over a span too short for its tokens, gives no rate. A reply
-// that failed part-way has no rate: its stream did not run its course.
+// that failed part-way has no rate: its stream did not run its course, and
+// neither has one whose token count was not believed (Count).
 func (r *Reply) Estimate() Estimate {
 	if r.Error != "" {
 		return Estimate{Why: "the reply failed"}
@@ -53,7 +54,21 @@ func (r *Reply) Estimate() Estimate {
 	if r.FirstMS == nil || r.LastMS == nil {
 		return Estimate{Why: "no content arrived"}
 	}
-	n := r.Count().N
+	c := r.Count()
+	e := r.estimate(c.N)
+	if c.Doubt != "" && e.Why == "" {
+		// A serve whose count cannot be believed gets no rate, whatever
+		// its stream says; what it would be on the count defended is said.
+		return Estimate{Arrivals: e.Arrivals, Why: fmt.Sprintf("%s; on that count the rate would be %.1f tok/s", c.Doubt, e.Rate)}
+	}
+	if c.Doubt != "" {
+		e.Why = c.Doubt + "; " + e.Why
+	}
+	return e
+}
+
+// estimate is the rate of n tokens over the reply's arrivals.
+func (r *Reply) estimate(n int) Estimate {
 	if n < 2 {
 		return Estimate{Why: plural(n, "token") + ", too few for a rate"}
 	}

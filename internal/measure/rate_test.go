@@ -113,6 +113,25 @@ func synthetic(n int, as []Arrival) Reply {
 
 // TestEstimateSynthetic checks the estimate against arrival patterns whose
 // true rate is known: 97 tok/s, first token at 300 ms.
+func TestEstimateOfACountNotBelieved(t *testing.T) {
+	lie := "usage.completion_tokens 1000 is above max_tokens 32: not believed; counted 10 from the chunks with content instead"
+	tests := []struct {
+		name string
+		r    Reply
+		want Estimate
+	}{
+		{"a clean stream", Reply{MaxTokens: 32, CompletionTokens: ptr(1000), Chunks: 10, Content: words, FirstMS: ptr(0.0), LastMS: ptr(1800.0), Arrivals: each(0, 200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800)},
+			Estimate{Arrivals: 10, Why: lie + "; on that count the rate would be 5.0 tok/s"}},
+		{"and a burst", Reply{MaxTokens: 32, CompletionTokens: ptr(1000), Chunks: 10, Content: words, FirstMS: ptr(0.0), LastMS: ptr(0.0), Arrivals: []Arrival{{0, 10}}},
+			Estimate{Arrivals: 1, Why: lie + "; " + Burst}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, tt.r.Estimate()); diff != "" {
+			t.Errorf("%s: Estimate() (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
 func TestEstimateSynthetic(t *testing.T) {
 	const rate = 97.0 // a token every 10.3 ms: flushes do not fall on token boundaries
 	tests := []struct {

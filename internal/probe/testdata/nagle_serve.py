@@ -6,7 +6,8 @@ HTTP/1.1 with chunks framed by hand and connections kept alive (--http 1.0:
 one response a connection, ended by closing it).
 
 It streams an OpenAI-style chat completion at a steady --rate after
---first-token-ms. Modes: steady (the default), burst (every token held and
+--first-token-ms, spent before the response starts (the prompt first), so
+the headers, the role chunk and the first token are three writes in a row. Modes: steady (the default), burst (every token held and
 written at once at the end, as a buffering proxy does), lie (usage claims
 1000 completion tokens).
 
@@ -47,6 +48,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(req.get("max_tokens") or 16)
         opt = self.server.opt
         begin = time.monotonic()
+        first = begin + opt.first_token_ms / 1000.0
+        if not opt.headers_first:
+            # The prompt first: the response starts with the first token.
+            time.sleep(max(0.0, first - time.monotonic()))
 
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -69,7 +74,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         write(chunk({"role": "assistant", "content": None}))
         held = []
-        first = begin + opt.first_token_ms / 1000.0
         for i in range(n):
             due = first + (i / opt.rate if opt.rate > 0 else 0)
             wait = due - time.monotonic()
@@ -103,6 +107,8 @@ def main():
     ap.add_argument("--first-token-ms", type=float, default=300.0)
     ap.add_argument("--mode", choices=["steady", "burst", "lie"], default="steady")
     ap.add_argument("--http", choices=["1.0", "1.1"], default="1.1")
+    ap.add_argument("--headers-first", action="store_true",
+                    help="send the headers and role chunk at once, before the first token's delay")
     opt = ap.parse_args()
     Handler.protocol_version = "HTTP/" + opt.http
     srv = Server(("127.0.0.1", opt.port), Handler)
