@@ -185,11 +185,22 @@ const Disagree = 0.05
 func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	a := Assertion{Name: Rate}
 	var rates []float64
-	var each, missing, regressed, disagree []string
-	approximate := 0
+	var each, other, missing, regressed, disagree []string
+	approximate, others := 0, 0
 	for i := range replies {
 		r := &replies[i]
 		v, why := l.RateOf(r)
+		// The other side's figure, beside it: the serve's own when the
+		// stream is judged, the stream's when the serve's is.
+		o, owhy := r.ServerRate()
+		if l.RateSource == RateServer {
+			o, owhy = r.DecodeRate()
+		}
+		other = append(other, "-")
+		if owhy == "" {
+			other[i] = fmt.Sprintf("%.1f", o)
+			others++
+		}
 		if d, ok := r.Disagreement(); ok && d > Disagree {
 			disagree = append(disagree, fmt.Sprintf("%d (%.0f%%)", r.N, d*100))
 		}
@@ -212,7 +223,15 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	if l.RateSource == RateServer {
 		source = ", the serve's own figures"
 	}
-	figures := fmt.Sprintf("(floor %.1f; each: %s)", l.Floor, strings.Join(each, ", "))
+	side := ""
+	if others > 0 {
+		side = "; the serve's own: "
+		if l.RateSource == RateServer {
+			side = "; the stream's: "
+		}
+		side += strings.Join(other, ", ")
+	}
+	figures := fmt.Sprintf("(floor %.1f; each: %s%s)", l.Floor, strings.Join(each, ", "), side)
 	if approximate > 0 {
 		figures += fmt.Sprintf("; tokens approximate for %d of %d: counted chunks, the serve sent no usage", approximate, len(rates))
 	}

@@ -81,12 +81,12 @@ func TestJudge(t *testing.T) {
 		{
 			name: "the measured fast row", log: "start\n" + fastLine + "\n", replies: fastRow,
 			want:  okay{true, true, true, true},
-			exact: []string{`the serve log names the fast route: "` + fastLine + `" (line 2)`, "median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1)", "median 277 ms (limit 600; each: 250, 277, 300)", "3 replies, all with content"},
+			exact: []string{`the serve log names the fast route: "` + fastLine + `" (line 2)`, "median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; the serve's own: 103.3, 88.6, 86.2)", "median 277 ms (limit 600; each: 250, 277, 300)", "3 replies, all with content"},
 		},
 		{
 			name: "the silent fallback at 1.9 tok/s", log: slowLine, replies: slowRow,
 			want:     okay{false, false, false, true},
-			contains: []string{"names the slow route", "median 1.9 tok/s (floor 60.0; each: 1.9, 2.1, 1.9)", "median 1063 ms (limit 600", "3 replies, all with content"},
+			contains: []string{"names the slow route", "median 1.9 tok/s (floor 60.0; each: 1.9, 2.1, 1.9; the serve's own: 2.0, 2.2, 2.0)", "median 1063 ms (limit 600", "3 replies, all with content"},
 		},
 		{
 			name: "a log naming neither route", log: "loading model\nlistening on 127.0.0.1:8080", replies: fastRow,
@@ -198,7 +198,7 @@ func TestJudge(t *testing.T) {
 			replies: withReply(fastRow, 1, func(r *measure.Reply) { r.FirstMS, r.LastMS = nil, nil }),
 			want:    okay{true, false, false, true},
 			contains: []string{"",
-				"reply 2 has no rate (no content arrived) (floor 60.0; each: 98.4, -, 82.1)",
+				"reply 2 has no rate (no content arrived) (floor 60.0; each: 98.4, -, 82.1; the serve's own: 103.3, 88.6, 86.2)",
 				"reply 2 has no first token (limit 600; each: 250, -, 300)"},
 		},
 		{
@@ -253,19 +253,19 @@ func TestJudge(t *testing.T) {
 			name: "tokens counted from chunks are flagged approximate", log: fastLine,
 			replies: withReply(fastRow, 0, func(r *measure.Reply) { r.CompletionTokens = nil; r.Server = nil }),
 			want:    okay{true, true, true, true},
-			exact:   []string{"", "median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1); tokens approximate for 1 of 3: counted chunks, the serve sent no usage"},
+			exact:   []string{"", "median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; the serve's own: -, 88.6, 86.2); tokens approximate for 1 of 3: counted chunks, the serve sent no usage"},
 		},
 		{
 			name: "a failed reply is not called approximate: it has its own reason", log: fastLine,
 			replies: withReply(fastRow, 1, func(r *measure.Reply) { r.CompletionTokens = nil; r.Server = nil; r.Error = "connection reset" }),
 			want:    okay{true, false, true, false},
-			exact:   []string{"", "reply 2 has no rate (the reply failed) (floor 60.0; each: 98.4, -, 82.1)"},
+			exact:   []string{"", "reply 2 has no rate (the reply failed) (floor 60.0; each: 98.4, -, 82.1; the serve's own: 103.3, -, 86.2)"},
 		},
 		{
 			name: "approximate counts only replies with a rate", log: fastLine,
 			replies: withReply(withReply(fastRow, 0, func(r *measure.Reply) { r.CompletionTokens = nil; r.Server = nil }), 1, func(r *measure.Reply) { r.Error = "connection reset" }),
 			want:    okay{true, false, true, false},
-			exact:   []string{"", "reply 2 has no rate (the reply failed) (floor 60.0; each: 98.4, -, 82.1); tokens approximate for 1 of 2: counted chunks, the serve sent no usage"},
+			exact:   []string{"", "reply 2 has no rate (the reply failed) (floor 60.0; each: 98.4, -, 82.1; the serve's own: -, 88.6, 86.2); tokens approximate for 1 of 2: counted chunks, the serve sent no usage"},
 		},
 		{
 			name: "the serve's own figures on the stream's definition: (n-1)/predicted_ms", log: fastLine,
@@ -274,7 +274,7 @@ func TestJudge(t *testing.T) {
 			}),
 			limits: Limits{Floor: 60.5, FirstTokenMS: 600, RateSource: RateServer},
 			want:   okay{true, false, true, true},
-			exact:  []string{"", "median 60.0 tok/s, the serve's own figures (floor 60.5; each: 60.0); warning: the stream's rate and the serve's own differ by more than 5% in replies 1 (64%): the measurement path is not clean"},
+			exact:  []string{"", "median 60.0 tok/s, the serve's own figures (floor 60.5; each: 60.0; the stream's: 98.4); warning: the stream's rate and the serve's own differ by more than 5% in replies 1 (64%): the measurement path is not clean"},
 		},
 		{
 			name: "the stream and the serve agree within 5%: no warning", log: fastLine,
@@ -282,7 +282,7 @@ func TestJudge(t *testing.T) {
 				r.Server = &measure.ServerTimings{PredictedN: 128, PredictedMS: 127 / 98.4 * 1000 * 1.04}
 			}),
 			want:  okay{true, true, true, true},
-			exact: []string{"", "median 98.4 tok/s (floor 60.0; each: 98.4)"},
+			exact: []string{"", "median 98.4 tok/s (floor 60.0; each: 98.4; the serve's own: 94.6)"},
 		},
 		{
 			name: "the stream and the serve differ by just over 5%", log: fastLine,
@@ -290,7 +290,7 @@ func TestJudge(t *testing.T) {
 				r.Server = &measure.ServerTimings{PredictedN: 128, PredictedMS: 127 / 98.4 * 1000 / 1.06}
 			}),
 			want:  okay{true, true, true, true},
-			exact: []string{"", "median 98.4 tok/s (floor 60.0; each: 98.4); warning: the stream's rate and the serve's own differ by more than 5% in replies 1 (6%): the measurement path is not clean"},
+			exact: []string{"", "median 98.4 tok/s (floor 60.0; each: 98.4; the serve's own: 104.3); warning: the stream's rate and the serve's own differ by more than 5% in replies 1 (6%): the measurement path is not clean"},
 		},
 		{
 			name: "chunks that came together: the regression, said", log: fastLine,
@@ -300,7 +300,7 @@ func TestJudge(t *testing.T) {
 				r.FirstMS, r.LastMS = ptr(300.0), ptr(380.0)
 			}),
 			want:  okay{true, true, true, true},
-			exact: []string{"", "median 99.2 tok/s (floor 60.0; each: 98.4, 100.0); chunks came together in replies 2: their rates are the regression over arrivals"},
+			exact: []string{"", "median 99.2 tok/s (floor 60.0; each: 98.4, 100.0; the serve's own: 103.3, -); chunks came together in replies 2: their rates are the regression over arrivals"},
 		},
 		{
 			name: "the serve's rate source is not a regression", log: fastLine,
@@ -312,7 +312,7 @@ func TestJudge(t *testing.T) {
 			}),
 			limits: Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateServer},
 			want:   okay{true, true, true, true},
-			exact:  []string{"", "median 100.0 tok/s, the serve's own figures (floor 60.0; each: 100.0)"},
+			exact:  []string{"", "median 100.0 tok/s, the serve's own figures (floor 60.0; each: 100.0; the stream's: 100.0)"},
 		},
 		{
 			name: "a burst fails the rate, saying what to do", log: fastLine,
@@ -321,14 +321,14 @@ func TestJudge(t *testing.T) {
 				r.LastMS = ptr(300.2)
 			}),
 			want:     okay{true, false, true, true},
-			contains: []string{"", "reply 3 has no rate (" + measure.Burst + ") (floor 60.0; each: 98.4, 84.4, -)"},
+			contains: []string{"", "reply 3 has no rate (" + measure.Burst + ") (floor 60.0; each: 98.4, 84.4, -; the serve's own: 103.3, 88.6, 86.2)"},
 		},
 		{
 			name: "a lying counter fails the rate", log: fastLine,
 			replies: withReply(fastRow, 0, func(r *measure.Reply) { r.MaxTokens, r.CompletionTokens = 128, ptr(1000) }),
 			want:    okay{true, false, true, true},
 			exact: []string{"", "reply 1 has no rate (usage.completion_tokens 1000 is above max_tokens 128; timings.predicted_n 128 is more than the 52 bytes of text the stream carried can hold: not believed; " +
-				"counted 128 from the chunks with content instead; on that count the rate would be 98.4 tok/s) (floor 60.0; each: -, 84.4, 82.1)"},
+				"counted 128 from the chunks with content instead; on that count the rate would be 98.4 tok/s) (floor 60.0; each: -, 84.4, 82.1; the serve's own: -, 88.6, 86.2)"},
 		},
 		{
 			name: "an expect pattern that matches", log: fastLine,

@@ -129,21 +129,20 @@ func regression(arrivals []Arrival, n int) (slope float64, ok bool) {
 	if len(fit) >= 3 {
 		fit = fit[:len(fit)-1]
 	}
-	ys := make([]float64, len(fit))
-	var st, sy float64
-	seen := 0
-	for i, a := range fit {
-		seen += a.Chunks
-		ys[i] = float64(seen) * perChunk
+	// The slope is sum((t - mean t) * y) / sum((t - mean t)^2); y needs no
+	// centring, as the first factor sums to nothing.
+	var st float64
+	for _, a := range fit {
 		st += a.MS
-		sy += ys[i]
 	}
-	k := float64(len(fit))
-	mt, my := st/k, sy/k
+	mt := st / float64(len(fit))
 	var num, den float64
-	for i, a := range fit {
-		num += (a.MS - mt) * (ys[i] - my)
-		den += (a.MS - mt) * (a.MS - mt)
+	seen := 0
+	for _, a := range fit {
+		seen += a.Chunks
+		d := a.MS - mt
+		num += d * float64(seen) * perChunk
+		den += d * d
 	}
 	if den <= 0 {
 		return 0, false
@@ -162,10 +161,12 @@ func (r *Reply) ServerEstimate() Estimate {
 	if s == nil {
 		return Estimate{Why: "the serve sent no timings"}
 	}
+	// Lemonade's stats carry a count but no predicted_ms: the count is
+	// checked all the same.
+	if why := r.implausible(s.PredictedN); why != "" {
+		return Estimate{Why: fmt.Sprintf("timings.predicted_n %d %s", s.PredictedN, why)}
+	}
 	if s.PredictedN >= 2 && s.PredictedMS > 0 {
-		if why := r.implausible(s.PredictedN); why != "" {
-			return Estimate{Why: fmt.Sprintf("timings.predicted_n %d %s", s.PredictedN, why)}
-		}
 		return Estimate{Rate: float64(s.PredictedN-1) / (s.PredictedMS / 1000), Method: MethodServer}
 	}
 	if s.PredictedPerSecond > 0 {

@@ -44,10 +44,17 @@ func TestEstimate(t *testing.T) {
 			Estimate{Arrivals: 2, Why: Burst}},
 		{"at the plausible bound", Reply{FirstMS: ptr(0.0), LastMS: ptr(1.0), CompletionTokens: ptr(21), Arrivals: []Arrival{{0, 1}, {0.5, 10}, {1, 10}}},
 			Estimate{Rate: 20000, Method: MethodRegression, Arrivals: 3}},
-		{"past it", Reply{FirstMS: ptr(0.0), LastMS: ptr(1.0), CompletionTokens: ptr(22), Arrivals: []Arrival{{0, 1}, {0.5, 11}, {1, 10}}},
+		{"past it", Reply{FirstMS: ptr(100.0), LastMS: ptr(101.0), CompletionTokens: ptr(22), Arrivals: []Arrival{{100, 1}, {100.5, 11}, {101, 10}}},
 			Estimate{Arrivals: 3, Why: "22 tokens came in 1.00 ms, faster than any serve decodes (20000 tok/s): " + Burst}},
 		{"clean but too fast", Reply{FirstMS: ptr(0.0), LastMS: ptr(0.09), CompletionTokens: ptr(3), Arrivals: each(0, 0.05, 0.09)},
 			Estimate{Arrivals: 3, Why: "3 tokens came in 0.09 ms, faster than any serve decodes (20000 tok/s): " + Burst}},
+		{"three arrivals: the last, off the schedule, is left out", Reply{FirstMS: ptr(0.0), LastMS: ptr(60.0), CompletionTokens: ptr(8), Arrivals: []Arrival{{0, 1}, {50, 5}, {60, 2}}},
+			Estimate{Rate: 100, Method: MethodRegression, Arrivals: 3}},
+		{"four arrivals: three fitted", Reply{FirstMS: ptr(0.0), LastMS: ptr(300.0), CompletionTokens: ptr(9), Arrivals: []Arrival{{0, 1}, {100, 2}, {150, 5}, {300, 1}}},
+			// times 0, 100, 150 (mean 250/3), tokens 1, 3, 8: 500 / (35000/3) a ms
+			Estimate{Rate: 300.0 / 7, Method: MethodRegression, Arrivals: 4}},
+		{"regression with tokens counted per chunk: 2 a chunk", Reply{FirstMS: ptr(10.0), LastMS: ptr(300.0), CompletionTokens: ptr(12), Chunks: 6, Arrivals: []Arrival{{10, 1}, {110, 2}, {210, 2}, {300, 1}}},
+			Estimate{Rate: 40, Method: MethodRegression, Arrivals: 4}},
 		{"tokens counted per chunk: 2 a chunk, flushed in pairs", Reply{FirstMS: ptr(0.0), LastMS: ptr(300.0), CompletionTokens: ptr(8), Chunks: 4, Content: "two words a chunk", Arrivals: []Arrival{{0, 1}, {100, 1}, {200, 1}, {300, 1}}},
 			Estimate{Rate: 7.0 / 0.3, Method: MethodSpan, Arrivals: 4}},
 	}
@@ -192,6 +199,8 @@ func TestServerEstimate(t *testing.T) {
 		{"a count not believed", Reply{Content: words, MaxTokens: 8, Server: &ServerTimings{PredictedN: 16, PredictedMS: 150}},
 			Estimate{Why: "timings.predicted_n 16 is above max_tokens 8"}},
 		{"no timings", Reply{}, Estimate{Why: "the serve sent no timings"}},
+		{"a rate as sent with a count not believed", Reply{Content: words, MaxTokens: 8, Server: &ServerTimings{PredictedN: 16, PredictedPerSecond: 84.4}},
+			Estimate{Why: "timings.predicted_n 16 is above max_tokens 8"}},
 		{"timings without figures", Reply{Server: &ServerTimings{PredictedN: 3}}, Estimate{Why: "the serve sent no timings.predicted_n and predicted_ms"}},
 	}
 	for _, tt := range tests {

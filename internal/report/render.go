@@ -107,7 +107,7 @@ func markdown(r *Result, withTail bool) string {
 	}
 
 	if len(r.Replies) > 0 {
-		b.WriteString("\n#### Replies\n\n| # | prompt | first token | decode | tokens | serve's rate | reply |\n|---:|---|---:|---:|---:|---:|---|\n")
+		b.WriteString("\n#### Replies\n\n| # | prompt | first token | decode | tokens | serve's rate | prompt cache | reply |\n|---:|---|---:|---:|---:|---:|---:|---|\n")
 		for i := range r.Replies {
 			b.WriteString(replyRow(&r.Replies[i]))
 		}
@@ -219,17 +219,35 @@ func replyRow(rep *measure.Reply) string {
 		ft = fmt.Sprintf("%.0f ms", v)
 	}
 	rate := "—"
-	if v, why := rep.DecodeRate(); why == "" {
-		rate = fmt.Sprintf("%.1f tok/s", v)
+	if e := rep.Estimate(); e.Why == "" {
+		rate = fmt.Sprintf("%.1f tok/s", e.Rate)
+		if e.Method == measure.MethodRegression {
+			rate += fmt.Sprintf(" (regression, %d arrivals)", e.Arrivals)
+		}
+	} else if e.Why == measure.Burst {
+		rate = "— (one burst)"
 	}
-	n, src := rep.Tokens()
-	tokens := strconv.Itoa(n)
-	if src == measure.SourceChunks {
+	c := rep.Count()
+	tokens := strconv.Itoa(c.N)
+	if c.Source == measure.SourceChunks {
 		tokens = "≈" + tokens
 	}
+	if c.Doubt != "" {
+		tokens += " (the serve's count not believed)"
+	}
 	server := "—"
-	if v, why := rep.ServerRate(); why == "" {
-		server = fmt.Sprintf("%.1f tok/s", v)
+	if e := rep.ServerEstimate(); e.Why == "" {
+		server = fmt.Sprintf("%.1f tok/s", e.Rate)
+		if d, ok := rep.Disagreement(); ok && d > judge.Disagree {
+			server += fmt.Sprintf(" (differs %.0f%%)", d*100)
+		}
+	}
+	cache := "—"
+	if ch, ok := rep.Cache(); ok {
+		cache = fmt.Sprintf("%d/%d", ch.Cached, ch.Prompt)
+		if ch.Hit {
+			cache = "**hit** " + cache
+		}
 	}
 	excerpt := Cell(rep.Content, 80)
 	switch {
@@ -240,7 +258,10 @@ func replyRow(rep *measure.Reply) string {
 	case strings.TrimSpace(rep.Content) == "":
 		excerpt = "(empty)"
 	}
-	return fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %s |\n", rep.N, Cell(rep.Prompt, 40), ft, rate, tokens, server, excerpt)
+	if rep.Retried != "" {
+		excerpt = "(asked twice: the first attempt failed before any answer: " + Cell(rep.Retried, 60) + ") " + excerpt
+	}
+	return fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %s | %s |\n", rep.N, Cell(rep.Prompt, 40), ft, rate, tokens, server, cache, excerpt)
 }
 
 func rateSource(s string) string {

@@ -20,7 +20,7 @@ func sample() *Result {
 	rep := func(n int, first, last float64, content string) measure.Reply {
 		return measure.Reply{N: n, Prompt: "Explain caches", FirstMS: ptr(first), LastMS: ptr(last), EndMS: last + 1,
 			Chunks: 128, CompletionTokens: ptr(128), Content: content,
-			Server: &measure.ServerTimings{PredictedN: 128, PredictedPerSecond: 90}}
+			Server: &measure.ServerTimings{PredictedN: 128, PredictedMS: last - first, PredictedPerSecond: 128 / (last - first) * 1000}}
 	}
 	r := &Result{
 		Schema:  Schema,
@@ -43,7 +43,7 @@ func TestConsole(t *testing.T) {
 	var b bytes.Buffer
 	Console(&b, r)
 	want := `route        ok    the serve log names the fast route: "ready on the private route dx" (line 1)
-rate         ok    median 92.3 tok/s (floor 60.0; each: 100.0, 84.7)
+rate         ok    median 92.3 tok/s (floor 60.0; each: 100.0, 84.7; the serve's own: 100.0, 84.7)
 first-token  ok    median 264 ms (limit 600; each: 250, 277)
 content      ok    2 replies, all with content
 RESULT: PASS
@@ -120,8 +120,8 @@ func TestMarkdown(t *testing.T) {
 		"### ✅ npu serve smoke: PASS\n",
 		"Median decode rate **92.3 tok/s** (no interval from 2 replies; floor 60.0), median first token **264 ms** (no interval from 2 replies; limit 600), over 2 replies.\n",
 		"| route | ✅ ok | the serve log names the fast route: &quot;ready on the private route dx&quot; \\(line 1\\) |",
-		"| 1 | Explain caches | 250 ms | 100.0 tok/s | 128 | 90.0 tok/s | A cache holds lines. |",
-		"| 2 | Explain caches | 277 ms | 84.7 tok/s | 128 | 90.0 tok/s | Caches. |",
+		"| 1 | Explain caches | 250 ms | 100.0 tok/s | 128 | 100.0 tok/s | — | A cache holds lines. |",
+		"| 2 | Explain caches | 277 ms | 84.7 tok/s | 128 | 84.7 tok/s | — | Caches. |",
 		"Warm-ups (1) are not judged.",
 		"| model | Qwen3-0.6B |",
 		"| hold | builtin on npu: waited 1.2 s, held 9.0 s |",
@@ -158,7 +158,7 @@ func TestMarkdownReplyCells(t *testing.T) {
 	r.Replies[1].Content, r.Replies[1].Reasoning = "", "Okay, so"
 	r.Replies[1].CompletionTokens, r.Replies[1].Server = nil, nil
 	md := Markdown(r, MarkdownLimit)
-	for _, want := range []string{"| error: HTTP 500: boom |", "| ≈128 | — | (reasoning only) Okay, so |"} {
+	for _, want := range []string{"| error: HTTP 500: boom |", "| ≈128 | — | — | (reasoning only) Okay, so |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown() lacks %q:\n%s", want, md)
 		}
@@ -264,8 +264,9 @@ func TestMedianAndRate(t *testing.T) {
 		t.Errorf("Median(Rate) = %v, %v", m, ok)
 	}
 	r.Limits.RateSource = judge.RateServer
+	r.Replies[1].Server.PredictedMS = 127 / 80.0 * 1000
 	if m, ok := r.Median(r.Rate); !ok || m != 90 {
-		t.Errorf("Median(server Rate) = %v, %v, want 90", m, ok)
+		t.Errorf("Median(server Rate) = %v, %v, want 90: the serve's own 100 and 80", m, ok)
 	}
 	r.Replies = nil
 	if _, ok := r.Median(r.Rate); ok {
@@ -378,5 +379,46 @@ func TestCoverageWords(t *testing.T) {
 		if got := coverage(&judge.Interval{Coverage: cov}); got != want {
 			t.Errorf("coverage(%v) = %q, want %q", cov, got, want)
 		}
+	}
+}
+
+// TestReplyTableFigures: how each reply's rate was had, a count not believed,
+// the serve's own figure and a disagreement, a prompt cache hit and a retry
+// are in the reply table, and in result.json's figures.
+func TestReplyTableFigures(t *testing.T) {
+	r := sample()
+	words := strings.Repeat("word ", 40)
+	r.Replies = []measure.Reply{
+		{N: 1, Prompt: "a", Content: words, MaxTokens: 32, FirstMS: ptr(300.0), LastMS: ptr(380.0), CompletionTokens: ptr(9), Chunks: 9,
+			Arrivals: []measure.Arrival{{MS: 300, Chunks: 1}, {MS: 340, Chunks: 4}, {MS: 380, Chunks: 4}},
+			Server:   &measure.ServerTimings{PredictedN: 9, PredictedMS: 100, CacheN: ptr(29), PromptN: ptr(1)}},
+		{N: 2, Prompt: "b", Content: words, MaxTokens: 32, FirstMS: ptr(300.0), LastMS: ptr(300.1), CompletionTokens: ptr(16), Chunks: 16,
+			Arrivals: []measure.Arrival{{MS: 300, Chunks: 16}}, PromptTokens: ptr(30), CachedTokens: ptr(4)},
+		{N: 3, Prompt: "c", Content: words, MaxTokens: 32, FirstMS: ptr(300.0), LastMS: ptr(1800.0), CompletionTokens: ptr(1000), Chunks: 16,
+			Retried: `Post "http://127.0.0.1:1/v1/chat/completions": EOF`},
+	}
+	r.Judged(judge.Judge(r.Input()))
+	md := Markdown(r, MarkdownLimit)
+	for _, want := range []string{
+		"| 1 | a | 300 ms | 100.0 tok/s (regression, 3 arrivals) | 9 | 80.0 tok/s (differs 25%) | **hit** 29/30 |",
+		"| 2 | b | 300 ms | — (one burst) | 16 | — | 4/30 |",
+		"| 3 | c | 300 ms | — | ≈16 (the serve's count not believed) | — | — | (asked twice: the first attempt failed before any answer: Post &quot;http://127.0.0.1:1/v1/chat/completions&quot;: EOF) word",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
+	}
+	if len(r.Figures) != 3 {
+		t.Fatalf("Figures = %+v, want one a reply", r.Figures)
+	}
+	f := r.Figures[0]
+	if f.Rate.Method != measure.MethodRegression || f.Rate.Arrivals != 3 || f.Server.Method != measure.MethodServer || f.Cache == nil || !f.Cache.Hit || f.Disagreement == nil || *f.Disagreement != 0.25 {
+		t.Errorf("Figures[0] = %+v, want the regression over 3 arrivals, the serve's (n-1)/predicted_ms, a cache hit, 25%% apart", f)
+	}
+	if f := r.Figures[1]; f.Rate.Why != measure.Burst || f.Cache == nil || f.Cache.Hit {
+		t.Errorf("Figures[1] = %+v, want a burst and no cache hit", f)
+	}
+	if f := r.Figures[2]; f.Tokens.Source != measure.SourceChunks || f.Tokens.Doubt == "" || !f.Retried {
+		t.Errorf("Figures[2] = %+v, want the chunks counted, the doubt said, the retry marked", f)
 	}
 }

@@ -45,6 +45,7 @@ type Result struct {
 	Assertions []judge.Assertion `json:"assertions"`
 	Route      judge.Evidence    `json:"route"`
 	Replies    []measure.Reply   `json:"replies"`
+	Figures    []Figures         `json:"figures,omitempty"` // derived from Replies
 	Warmups    []measure.Reply   `json:"warmups,omitempty"`
 	NoReplies  string            `json:"no_replies,omitempty"` // why there are none
 	Baseline   *judge.Baseline   `json:"baseline,omitempty"`
@@ -143,6 +144,7 @@ func (r *Result) Pass() bool { return r.Verdict == Pass }
 // Judged sets the verdict and assertions from the judge, and the intervals.
 func (r *Result) Judged(v judge.Verdict) {
 	r.SetIntervals()
+	r.Figures = FiguresOf(r.Replies)
 	r.Assertions = v.Assertions
 	r.Verdict = Fail
 	if v.Pass {
