@@ -293,6 +293,19 @@ func TestJudge(t *testing.T) {
 			exact: []string{"", "median 98.4 tok/s (floor 60.0; each: 98.4; the serve's own: 104.3); warning: the stream's rate and the serve's own differ by more than 5% in replies 1 (6%): the measurement path is not clean"},
 		},
 		{
+			name: "exactly 5% apart: no warning", log: fastLine,
+			replies: []measure.Reply{{N: 1, Content: strings.Repeat("word ", 30), FirstMS: ptr(300.0), LastMS: ptr(1300.0), CompletionTokens: ptr(106), Chunks: 106,
+				Server: &measure.ServerTimings{PredictedN: 101, PredictedMS: 1000}}},
+			want:  okay{true, true, true, true},
+			exact: []string{"", "median 105.0 tok/s (floor 60.0; each: 105.0; the serve's own: 100.0)"},
+		},
+		{
+			name: "no figures of the serve's: none beside the stream's", log: fastLine,
+			replies: withReply(fastRow[:1], 0, func(r *measure.Reply) { r.Server = nil }),
+			want:    okay{true, true, true, true},
+			exact:   []string{"", "median 98.4 tok/s (floor 60.0; each: 98.4)"},
+		},
+		{
 			name: "chunks that came together: the regression, said", log: fastLine,
 			replies: withReply(fastRow[:2], 1, func(r *measure.Reply) {
 				r.CompletionTokens, r.Chunks, r.Server = ptr(9), 9, nil

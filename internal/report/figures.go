@@ -12,7 +12,7 @@ type Figures struct {
 	Server measure.Estimate `json:"server_rate"`
 	Tokens measure.Count    `json:"tokens"`
 	// Disagreement is |stream - serve| / serve, when both rates are there.
-	Disagreement *float64      `json:"disagreement,omitempty"`
+	Disagreement *float64       `json:"disagreement,omitempty"`
 	Cache        *measure.Cache `json:"cache,omitempty"`
 	Retried      bool           `json:"retried,omitempty"`
 }
