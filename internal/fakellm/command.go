@@ -52,6 +52,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&opt.RateNoise, "rate-noise", 0, "draw each request's rate from --rate ± this fraction")
 	fs.Uint64Var(&opt.Seed, "seed", 1, "seed of --rate-noise")
 	fs.BoolVar(&opt.Instant, "instant", false, "stream without pacing; report the nominal rate in timings")
+	fs.BoolVar(&opt.Burst, "burst", false, "hold every token and send them in one write at the end, as a buffering proxy does")
+	fs.IntVar(&opt.ClaimTokens, "claim-tokens", 0, "send this usage.completion_tokens whatever was streamed (a counter that lies)")
 	fs.BoolVar(&opt.Nagle, "nagle", false, "leave Nagle's algorithm on and write headers apart, as Python's http.server does")
 	fs.StringVar(&opt.Route, "route", RouteFast, "route the log names: fast, slow, partial, both or neither")
 	fs.IntVar(&opt.AnswerTokens, "answer-tokens", 0, "tokens in a full answer (0: more than max_tokens)")

@@ -74,6 +74,13 @@ type Options struct {
 	Content       string
 	Say           string // printed to the log at start, as it is
 
+	// Burst holds every token and sends them in one write when the answer
+	// is done, as a buffering proxy in front of the serve does.
+	Burst bool
+	// ClaimTokens, when set, is the usage.completion_tokens sent, whatever
+	// was streamed: a serve whose counter lies.
+	ClaimTokens int
+
 	NoUsage   bool // never send usage
 	NoTimings bool // never send llama.cpp timings
 
@@ -349,8 +356,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	}
 	id := fmt.Sprintf("chatcmpl-%d", n)
 	created := s.start.Unix()
+	var held []byte // the tokens a buffering proxy holds
 	send := func(v any) bool {
 		b, _ := json.Marshal(v)
+		if s.opt.Burst && held != nil {
+			held = fmt.Appendf(held, "data: %s\n\n", b)
+			return true
+		}
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
 			return false
 		}
@@ -380,6 +392,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	if thinking {
 		field = s.opt.ReasoningField
 	}
+	if s.opt.Burst {
+		held = []byte{}
+	}
 	for i, tok := range tokens {
 		if rate > 0 && i > 0 && !sleepUntil(r, first.Add(time.Duration(float64(i)/rate*float64(time.Second)))) {
 			return
@@ -401,6 +416,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 		}
 	}
 	end := time.Now()
+	if held != nil {
+		// The proxy lets go of the whole answer at once.
+		w.Write(held)
+		fl.Flush()
+		held = nil
+	}
 	last := chunk(map[string]any{}, finish)
 	decode := end.Sub(first).Seconds()
 	if s.opt.Instant && nominal > 0 {
@@ -424,11 +445,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	if !send(last) {
 		return
 	}
+	claimed := len(tokens)
+	if s.opt.ClaimTokens > 0 {
+		claimed = s.opt.ClaimTokens
+	}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && !s.opt.NoUsage {
 		if !send(map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created, "model": s.opt.Model,
 			"choices": []any{},
-			"usage":   s.promptUsage(s.usage(len(tokens), first.Sub(begin), decode), prompt, len(tokens)),
+			"usage":   s.promptUsage(s.usage(claimed, first.Sub(begin), decode), prompt, claimed),
 		}) {
 			return
 		}
