@@ -47,7 +47,8 @@ func plan(t testing.TB, serveArgs ...string) *config.Plan {
 }
 
 func TestRunWritesEveryFile(t *testing.T) {
-	p := plan(t, "--rate", "0", "--first-token-ms", "0")
+	p := plan(t, "--rate", "1000", "--first-token-ms", "0")
+	p.MaxTokens = 16
 	var log strings.Builder
 	res, err := (&Gate{Plan: p, Log: &log, Tool: "test"}).Run(context.Background())
 	if err != nil {
@@ -105,7 +106,10 @@ func BenchmarkGateOverhead(b *testing.B) {
 	var overhead, gateOnly, ready, stop float64
 	for b.Loop() {
 		b.StopTimer()
-		p := plan(b, "--rate", "0", "--first-token-ms", "0")
+		// Unpaced, the stream is a burst with no rate of its own: the
+		// serve's figures are judged.
+		p := plan(b, "--instant", "--rate", "1000", "--first-token-ms", "0")
+		p.RateSource = judge.RateServer
 		b.StartTimer()
 		res, err := (&Gate{Plan: p}).Run(context.Background())
 		if err != nil || !res.Pass() {
