@@ -452,8 +452,17 @@ func progress(r *measure.Reply) string {
 	} else {
 		parts = append(parts, "no rate ("+why+")")
 	}
+	if v, why := r.ServerRate(); why == "" {
+		parts = append(parts, fmt.Sprintf("the serve's own %.1f tok/s", v))
+	}
 	n, src := r.Tokens()
 	parts = append(parts, fmt.Sprintf("%d tokens (%s)", n, src))
+	if c, ok := r.Cache(); ok && c.Hit {
+		parts = append(parts, fmt.Sprintf("a prompt cache hit (%d of %d prompt tokens)", c.Cached, c.Prompt))
+	}
+	if r.Retried != "" {
+		parts = append(parts, "asked twice: the first attempt failed before any answer: "+judge.Quote(r.Retried, 200))
+	}
 	return fmt.Sprintf("%s %d: %s", name, r.N, strings.Join(parts, ", "))
 }
 
