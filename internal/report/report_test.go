@@ -402,7 +402,7 @@ func TestReplyTableFigures(t *testing.T) {
 	for _, want := range []string{
 		"| 1 | a | 300 ms | 100.0 tok/s (regression, 3 arrivals) | 9 | 80.0 tok/s (differs 25%) | **hit** 29/30 |",
 		"| 2 | b | 300 ms | — (one burst) | 16 | — | 4/30 |",
-		"| 3 | c | 300 ms | — | ≈16 (the serve's count not believed) | — | — | (asked twice: the first attempt failed before any answer: Post &quot;http://127.0.0.1:1/v1/chat/completions&quot;: EOF) word",
+		"| 3 | c | 300 ms | — | ≈16 (the serve's count not believed) | — | — | (asked twice: the first attempt failed before any answer: Post &quot;http\u200d://127.0.0.1:1/v1/chat/completions&quot;: EOF) word",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown() lacks %q:\n%s", want, md)
