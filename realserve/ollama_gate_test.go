@@ -1,6 +1,7 @@
 package realserve
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -121,6 +122,16 @@ func (o *realOllama) run(t *testing.T, name string, port int, args ...string) ga
 		t.Fatalf("the run left no result: %v", err)
 	}
 	g.res = res
+	// Ollama serves from a runner process of its own: the stop has to reach
+	// it too.
+	log, err := os.ReadFile(filepath.Join(out, report.LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(log, []byte(`msg="llama runner started`)) {
+		t.Errorf("serve.log does not say Ollama started its runner (`msg=\"llama runner started`): the stop was not tested on a serve with a child")
+	}
+	t.Logf("stop: %s after %.0f ms, %d swept, %d survivors", res.Serve.Exit, res.Serve.StopMS, res.Serve.Swept, res.Serve.Survivors)
 	if res.Serve.Survivors != 0 {
 		t.Errorf("result.json: serve.survivors = %d, want 0", res.Serve.Survivors)
 	}
