@@ -29,7 +29,7 @@ const skipVar = "NPU_SERVE_SMOKE_REALSERVE"
 
 // install says how to get the Ollama these tests need.
 const install = "install it with .ci/tools (apt-get install -y nlohmann-json3-dev, then go install github.com/ollama/ollama@" +
-	OllamaVersion + "; about 6 minutes the first time) and put $(go env GOPATH)/bin on PATH, or set " +
+	OllamaVersion + "; minutes the first time, seconds after) and put $(go env GOPATH)/bin on PATH, or set " +
 	skipVar + "=skip to skip these tests"
 
 // modelName is the tiny model's name in Ollama.
