@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
@@ -35,13 +36,15 @@ const usage = `usage:
         run CMD holding the device's ticket (or count devices of the pool); returns CMD's
         exit status. CMD gets NPU_HOLD_DEVICES, and the pool's vendor variable.
   npu-hold status [--device npu] [--json]
-        who holds the device (every device of a pool), since when, and who waits
+        who holds the device (every device of a pool), since when, and who waits;
+        removes a stale ~/NPU-TOKEN (one whose ticket is no longer held)
   npu-hold doctor [--device npu]
         check the device nodes, driver, firmware, memlock limit, lock directory and pools
 
 The lock directory is $NPU_HOLD_DIR, else ` + hold.DefaultDir + `.
 Pools are declared in $NPU_HOLD_POOLS, else ` + hold.DefaultPools + `.
-While held, ~/NPU-TOKEN holds the holder's facts.
+While held, ~/NPU-TOKEN holds the holder's facts (a file already there that is not a
+stale token is left as it is).
 `
 
 type env struct {
@@ -114,7 +117,7 @@ func (e *env) hold(args []string) int {
 	fs := e.flags("", &c)
 	wait := fs.Duration("wait", 30*time.Minute, "how long to wait for the device")
 	fs.IntVar(&c.count, "count", 1, "how many devices of the pool")
-	tokenFile := fs.String("token-file", filepath.Join(e.getenv("HOME"), "NPU-TOKEN"), "written while held, removed at release")
+	tokenFile := e.tokenFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -133,10 +136,7 @@ func (e *env) hold(args []string) int {
 		return exitUsage
 	}
 	d.Command = strings.Join(cmd, " ")
-	d.TokenFile = *tokenFile
-	if e.getenv("HOME") == "" && !isSet(fs, "token-file") {
-		d.TokenFile = ""
-	}
+	d.TokenFile = e.tokenFile(fs, *tokenFile)
 	d.RunURL = runURL(e.getenv)
 	d.Log = e.stderr
 
@@ -212,6 +212,7 @@ func (e *env) status(args []string) int {
 	var c common
 	fs := e.flags("status", &c)
 	asJSON := fs.Bool("json", false, "print JSON")
+	tokenFile := e.tokenFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -225,6 +226,7 @@ func (e *env) status(args []string) int {
 		fmt.Fprintf(e.stderr, "npu-hold status: %v\n", err)
 		return exitFail
 	}
+	e.clearStaleToken(e.tokenFile(fs, *tokenFile))
 	if *asJSON {
 		b, _ := json.MarshalIndent(st, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
@@ -271,7 +273,42 @@ func (e *env) poolStatus(st *hold.Status) {
 		fmt.Fprintf(e.stdout, "  the holders' tickets are open in pids %s\n", strings.Trim(fmt.Sprint(st.Lockers), "[]"))
 	}
 	for i, w := range st.Queue {
-		fmt.Fprintf(e.stdout, "  %d. %s, %d devices, waiting since %s\n", i+1, w, max(w.Count, 1), w.Queued.Format("15:04:05"))
+		fmt.Fprintf(e.stdout, "  %d. %s, %s, waiting since %s\n", i+1, w, devices(max(w.Count, 1)), w.Queued.Format("15:04:05"))
+	}
+}
+
+func devices(n int) string {
+	if n == 1 {
+		return "1 device"
+	}
+	return fmt.Sprintf("%d devices", n)
+}
+
+// tokenFlag is --token-file, ~/NPU-TOKEN unless said otherwise.
+func (e *env) tokenFlag(fs *flag.FlagSet) *string {
+	return fs.String("token-file", filepath.Join(e.getenv("HOME"), "NPU-TOKEN"), "the token file: the holder's facts while held, removed at release")
+}
+
+// tokenFile is the token file to use: none without a home, unless named.
+func (e *env) tokenFile(fs *flag.FlagSet, path string) string {
+	if e.getenv("HOME") == "" && !isSet(fs, "token-file") {
+		return ""
+	}
+	return path
+}
+
+// clearStaleToken removes a token file whose ticket is no longer held (its
+// holder was killed with SIGKILL), and says so.
+func (e *env) clearStaleToken(path string) {
+	if path == "" {
+		return
+	}
+	f, err := hold.ClearStaleToken(path)
+	switch {
+	case err != nil:
+		fmt.Fprintf(e.stderr, "npu-hold status: %s\n", console.Text(err.Error()))
+	case f != nil:
+		fmt.Fprintf(e.stderr, "npu-hold status: removed the stale token file %s: its ticket %d of %s (pid %d) is no longer held\n", console.Text(path), f.Ticket, f.Device, f.PID)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -275,6 +276,7 @@ func TestHostileFactsAreShownSafely(t *testing.T) {
 		Command: `\n::add-mask::secret\r\x1b]0;title\a` + strings.Repeat("x", 200-len(`\n::add-mask::secret\r\x1b]0;title\a`)-1) + "…",
 		RunURL:  `https://x/\n::stop-commands::t`,
 		Devices: []string{"npu"},
+		Seen:    &Seen{UID: uint32(os.Geteuid()), User: userNamed(uint32(os.Geteuid())), LockPID: os.Getpid()},
 	}
 	got := *st.Holder
 	got.Since = time.Time{}
@@ -287,9 +289,9 @@ func TestProgressIsNotRepeatedWithoutNeed(t *testing.T) {
 	var log strings.Builder
 	d := &Device{Name: "npu", Log: &log, Remind: time.Hour}
 	p := progress{d: d}
-	holderA := []entry{{n: 1, facts: &Facts{Ticket: 1, User: "a", PID: 10, Command: "serve a"}}}
-	holderB := []entry{{n: 2, facts: &Facts{Ticket: 2, User: "b", PID: 20, Command: "serve b"}}}
-	waiter := []entry{{n: 3, facts: &Facts{Ticket: 3, User: "c", PID: 30}}}
+	holderA := []entry{{kind: holding, n: 1, facts: &Facts{Ticket: 1, User: "a", PID: 10, Command: "serve a", Devices: []string{"npu"}}, seen: Seen{User: "a", LockPID: 10}}}
+	holderB := []entry{{kind: holding, n: 2, facts: &Facts{Ticket: 2, User: "b", PID: 20, Command: "serve b", Devices: []string{"npu"}}, seen: Seen{User: "b", LockPID: 20}}}
+	waiter := []entry{{kind: waiting, n: 3, facts: &Facts{Ticket: 3, User: "c", PID: 30}, seen: Seen{User: "c", LockPID: 30}}}
 	p.say(waiter, holderA)
 	p.say(waiter, holderA)
 	p.say(waiter, holderA)
@@ -333,17 +335,47 @@ func TestLongCommandLineIsBounded(t *testing.T) {
 	}
 }
 
-// A file another user named with the last ticket number stops new tickets
-// with a message naming it and its owner, rather than a wrapped number.
-func TestTicketNumbersUsedUp(t *testing.T) {
+// Dead files of another user, under the first numbers and the last ones,
+// neither use the numbers up nor block anyone: numbers follow the live
+// tickets, past the names the dead ones hold.
+func TestTicketNumbersPassOverDeadFiles(t *testing.T) {
 	needRoot(t)
 	dir := sharedDir(t)
-	p := filepath.Join(dir, "npu.q.18446744073709551615")
-	os.WriteFile(p, nil, 0o644)
-	os.Chown(p, nobody, nobody)
-	_, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
-	want := fmt.Sprintf("the ticket numbers of npu are used up by %s, a file of %s; remove it (as root or as its owner)", p, owner(nobody))
-	if err == nil || err.Error() != want {
-		t.Errorf("Acquire() = %v, want %q", err, want)
+	theirs := func(n uint64) string {
+		p := filepath.Join(dir, entryName("npu", waiting, n))
+		os.WriteFile(p, nil, 0o644)
+		os.Chown(p, nobody, nobody)
+		return p
 	}
+	for _, n := range []uint64{math.MaxUint64, math.MaxUint64 - 1, 1, 2} {
+		theirs(n)
+	}
+	d := &Device{Dir: dir, Name: "npu"}
+	for i := range 2 {
+		tk, err := d.Acquire(context.Background())
+		if err != nil {
+			t.Fatalf("Acquire() #%d = %v, want the device", i+1, err)
+		}
+		if tk.Facts.Ticket != 3 {
+			t.Errorf("Acquire() #%d = ticket %d, want 3 (numbers from the live tickets, none; past the dead files' names 1 and 2)", i+1, tk.Facts.Ticket)
+		}
+		tk.Release()
+	}
+
+	// A live ticket of theirs right below the last dead names leaves no
+	// number while it lives: the error names it, and it passes with it.
+	live := theirs(math.MaxUint64 - 2)
+	lf, _ := os.Open(live)
+	unix.Flock(int(lf.Fd()), unix.LOCK_EX)
+	_, err := d.Acquire(context.Background())
+	want := fmt.Sprintf("the ticket numbers of npu are used up: the live ticket %s of %s has number %d, and the names after it are taken; new tickets can be taken once it is gone", live, owner(nobody), uint64(math.MaxUint64-2))
+	if err == nil || err.Error() != want {
+		t.Errorf("Acquire() behind a live ticket with the last number = %v, want %q", err, want)
+	}
+	lf.Close()
+	tk, err := d.Acquire(context.Background())
+	if err != nil || tk.Facts.Ticket != 3 {
+		t.Fatalf("Acquire() once the live ticket is gone = %v, want ticket 3", err)
+	}
+	tk.Release()
 }

@@ -106,28 +106,15 @@ func (d *lockDir) names() ([]string, error) {
 // open opens an entry for reading if it is a regular file, without
 // following a symlink and without blocking. Anything else is refused.
 func (d *lockDir) open(name string) (*os.File, *unix.Stat_t, error) {
-	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	f, st, err := openRegular(d.fd, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s/%s: %w", d.path, name, err)
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, nil, fmt.Errorf("%s/%s is not a regular file", d.path, name)
-	}
-	return os.NewFile(uintptr(fd), d.path+"/"+name), &st, nil
+	return f, st, nil
 }
 
 // read reads at most maxFacts bytes of f from its start.
-func read(f *os.File) []byte {
-	b := make([]byte, maxFacts)
-	n, _ := f.ReadAt(b, 0)
-	return b[:n]
-}
+func read(f *os.File) []byte { return readUpTo(f, maxFacts) }
 
 // publish makes a file under name holding text, locked (LOCK_EX) before it
 // is visible: a file under a ticket's name that nobody locks is always a
@@ -180,17 +167,7 @@ func randomName() string {
 }
 
 // rename gives tmp the name, only if the name is free.
-func (d *lockDir) rename(tmp, name string) error {
-	err := unix.Renameat2(d.fd, tmp, d.fd, name, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-		// A filesystem without RENAME_NOREPLACE: a hard link fails on a
-		// taken name too.
-		if err = unix.Linkat(d.fd, tmp, d.fd, name, 0); err == nil {
-			unix.Unlinkat(d.fd, tmp, 0)
-		}
-	}
-	return err
-}
+func (d *lockDir) rename(tmp, name string) error { return renameNoReplace(d.fd, tmp, name) }
 
 // remove removes our own entry name, if it still is the file f.
 func (d *lockDir) remove(name string, f *os.File) {

@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,20 @@ type Facts struct {
 	Devices []string  `json:"devices,omitempty"` // the devices held; none while waiting
 	Queued  time.Time `json:"queued"`
 	Since   time.Time `json:"since,omitzero"` // held since; zero while waiting
+
+	// Seen is what the system says of the ticket's file, where the rest
+	// is what the file says of itself; set only when a ticket is read.
+	Seen *Seen `json:"seen,omitempty"`
+}
+
+// Seen is what the system says of a ticket's file: whose it is (fstat), and
+// which process took its lock (/proc/locks), beside the claims inside it;
+// and why the grant does not take the devices it names at their word.
+type Seen struct {
+	UID     uint32 `json:"uid"`
+	User    string `json:"user"`
+	LockPID int    `json:"lock_pid,omitempty"` // 0 when /proc/locks does not say
+	Doubt   string `json:"doubt,omitempty"`
 }
 
 // Bounds on what is shown of another ticket's facts.
@@ -85,9 +100,31 @@ func clip(s string, n int) string {
 }
 
 // String is a one-line description for people, safe to print whatever the
-// facts say.
+// facts say. Where the system says who owns the ticket and which process
+// locked it, that is shown, and the file's claims are marked when they
+// differ.
 func (f Facts) String() string {
-	s := fmt.Sprintf("%s (pid %d, \"%s\")", clip(f.User, maxName), f.PID, clip(f.Command, maxShown))
+	user, pid := clip(f.User, maxName), f.PID
+	var says []string
+	if s := f.Seen; s != nil {
+		if s.User != "" && s.User != f.User {
+			if f.User != "" {
+				says = append(says, "user "+quote(clip(f.User, maxName)))
+			}
+			user = clip(s.User, maxName)
+		}
+		if s.LockPID > 0 && s.LockPID != f.PID {
+			if f.PID != 0 {
+				says = append(says, fmt.Sprintf("pid %d", f.PID))
+			}
+			pid = s.LockPID
+		}
+	}
+	s := fmt.Sprintf("%s (pid %d", user, pid)
+	if f.Command != "" {
+		s += ", " + quote(clip(f.Command, maxShown))
+	}
+	s += ")"
 	if len(f.Devices) > 1 {
 		s += " on " + clip(strings.Join(f.Devices, ","), maxShown)
 	}
@@ -97,7 +134,26 @@ func (f Facts) String() string {
 	if f.RunURL != "" {
 		s += ", run " + clip(f.RunURL, maxShown)
 	}
+	if len(says) > 0 {
+		s += " [its ticket says " + strings.Join(says, ", ") + "]"
+	}
+	if f.Seen != nil && f.Seen.Doubt != "" {
+		s += " [" + clip(f.Seen.Doubt, maxShown) + "]"
+	}
 	return s
+}
+
+// quote puts text already escaped for the console (clip) in double quotes,
+// with the double quotes inside it escaped.
+func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// pid is the holder's process: the one that took the ticket's lock where
+// the system says, else the one the ticket names.
+func (f Facts) pid() int {
+	if f.Seen != nil && f.Seen.LockPID > 0 {
+		return f.Seen.LockPID
+	}
+	return f.PID
 }
 
 // Device is the ticket of one device, or of count devices of a pool.
@@ -106,7 +162,7 @@ type Device struct {
 	Name      string // the device, or the pool, e.g. npu
 	Pool      *Pool  // the pool Name names; nil: Name is one device
 	Count     int    // devices wanted from the pool; 0 is 1
-	TokenFile string // written while held, removed at release; "" for none
+	TokenFile string // written while held, removed at release (see token.go); "" for none
 	Command   string // what the ticket is for, for the facts
 	RunURL    string
 
@@ -138,6 +194,7 @@ type Ticket struct {
 	dir     *lockDir
 	file    *os.File // the holding file, flocked
 	name    string
+	token   *tokenFile // nil when none was written
 	Facts   Facts
 	Devices []Member // the devices held, in the pool's order
 }
@@ -172,16 +229,13 @@ func (t *Ticket) Env() []string {
 
 // Release gives the devices to the next waiter.
 func (t *Ticket) Release() error {
-	var errs []error
-	if t.d.TokenFile != "" {
-		if err := os.Remove(t.d.TokenFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
+	if t.token != nil {
+		t.token.remove()
 	}
 	t.dir.remove(t.name, t.file)
-	errs = append(errs, t.file.Close())
+	err := t.file.Close()
 	t.dir.close()
-	return errors.Join(errs...)
+	return err
 }
 
 // Acquire waits for the device, or count devices of the pool, first come
@@ -241,14 +295,24 @@ func (d *Device) Acquire(ctx context.Context) (*Ticket, error) {
 		dir.close()
 		return nil, err
 	}
-	if d.TokenFile != "" {
-		b, _ := json.MarshalIndent(t.Facts, "", "  ")
-		if err := os.WriteFile(d.TokenFile, append(b, '\n'), 0o644); err != nil {
-			t.Release()
-			return nil, fmt.Errorf("writing the token file %s: %w", d.TokenFile, err)
-		}
-	}
+	d.writeToken(t)
 	return t, nil
+}
+
+// writeToken writes the token file of a held ticket. The token is a
+// convenience for the holder's tools, the ticket is the lock: a token that
+// cannot be written is a warning.
+func (d *Device) writeToken(t *Ticket) {
+	if d.TokenFile == "" {
+		return
+	}
+	lockDir, err := filepath.Abs(t.dir.path)
+	if err == nil {
+		t.token, err = writeToken(d.TokenFile, token{Facts: t.Facts, LockDir: lockDir, TicketFile: t.name})
+	}
+	if err != nil && d.Log != nil {
+		fmt.Fprintf(d.Log, "npu-hold: warning: the token file %s is not written: %s; the ticket holds the device all the same\n", console.Text(d.TokenFile), console.Text(err.Error()))
+	}
 }
 
 func userName() string {

@@ -38,8 +38,34 @@ type Pools struct {
 
 var (
 	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// envRE is what a vendor's device variable looks like; env= takes
+	// nothing else, so a pools file cannot set PATH, LD_PRELOAD and the
+	// like in every command run under a ticket.
+	envRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*_(VISIBLE_DEVICES|DEVICES|AFFINITY_MASK)$`)
 )
+
+// vendorEnv are the device variables of the runtimes known, whatever envRE
+// says.
+var vendorEnv = []string{
+	"ASCEND_RT_VISIBLE_DEVICES", // Ascend CANN
+	"ZE_AFFINITY_MASK",          // Level Zero (Intel)
+	"CUDA_VISIBLE_DEVICES",
+	"HIP_VISIBLE_DEVICES",
+	"ROCR_VISIBLE_DEVICES",
+}
+
+// checkEnv says what is wrong with v as a pool's env=, or "".
+func checkEnv(v string) string {
+	switch {
+	case slices.Contains(vendorEnv, v):
+		return ""
+	case v == "NPU_HOLD_DEVICES":
+		return "env=NPU_HOLD_DEVICES: npu-hold sets it to the devices' names itself; name the vendor's variable, e.g. ASCEND_RT_VISIBLE_DEVICES"
+	case strings.HasPrefix(v, "LD_") || !envRE.MatchString(v):
+		return fmt.Sprintf("env=%s: not a device variable; name the vendor's variable that makes devices visible (%s, or a NAME_VISIBLE_DEVICES, NAME_DEVICES or NAME_AFFINITY_MASK)", clip(v, maxShown), strings.Join(vendorEnv, ", "))
+	}
+	return ""
+}
 
 // LoadPools reads the pools declared in path; a file that does not exist
 // declares none.
@@ -86,8 +112,8 @@ func ParsePools(file string, r interface{ Read([]byte) (int, error) }) (*Pools, 
 		given := 0
 		for _, w := range fields[1:] {
 			if v, ok := strings.CutPrefix(w, "env="); ok {
-				if !envRE.MatchString(v) {
-					bad(where, "env=%s: name an environment variable such as ASCEND_RT_VISIBLE_DEVICES", v)
+				if msg := checkEnv(v); msg != "" {
+					bad(where, "%s", msg)
 				}
 				p.Env = v
 				continue

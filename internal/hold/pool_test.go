@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+const notDevice = "not a device variable; name the vendor's variable that makes devices visible (ASCEND_RT_VISIBLE_DEVICES, ZE_AFFINITY_MASK, CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, or a NAME_VISIBLE_DEVICES, NAME_DEVICES or NAME_AFFINITY_MASK)"
+
 func TestParsePools(t *testing.T) {
 	ps, err := ParsePools("pools", strings.NewReader("# the host's NPUs\nnpu env=ASCEND_RT_VISIBLE_DEVICES npu0 npu1 npu2=7  # four\n\ncann CANN0=0 CANN1=1\n"))
 	if err != nil {
@@ -36,14 +38,28 @@ func TestParsePools(t *testing.T) {
 		{"npu npu0\nnpu npu1", "pools:2: pool npu is declared twice (also at pools:1); keep one line for it"},
 		{"npu", "pools:1: pool npu has no devices: list them after its name, e.g. 'npu npu0 npu1'"},
 		{"npu a=1 b=1", "pools:1: devices a and b have the same index 1: give each its own"},
-		{"npu env=1X a", "pools:1: env=1X: name an environment variable such as ASCEND_RT_VISIBLE_DEVICES"},
+		{"npu env=1X a", "pools:1: env=1X: %[1]s"},
+		{"npu env=PATH a", "pools:1: env=PATH: %[1]s"},
+		{"npu env=LD_PRELOAD a", "pools:1: env=LD_PRELOAD: %[1]s"},
+		{"npu env=LD_VISIBLE_DEVICES a", "pools:1: env=LD_VISIBLE_DEVICES: %[1]s"},
+		{"npu env=http_proxy a", "pools:1: env=http_proxy: %[1]s"},
+		{"npu env=NPU_HOLD_DEVICES a", "pools:1: env=NPU_HOLD_DEVICES: npu-hold sets it to the devices' names itself; name the vendor's variable, e.g. ASCEND_RT_VISIBLE_DEVICES"},
 		{"npu a/b", `pools:1: device "a/b": write NAME or NAME=INDEX (letters, digits, '.', '_' and '-'; the index without commas)`},
 		{"npu a b\na npu9", "pools:2: a is both a pool and a device of pool npu (pools:1): name them apart"},
 		{"npu npu0 npu0\nx npu0", "pools:1: device npu0 is named twice in pool npu: name each device once\npools:2: device npu0 is named twice (also in pool npu at pools:1): a device belongs to one pool, once"},
 	} {
 		_, err := ParsePools("pools", strings.NewReader(tt.text))
+		if strings.Contains(tt.want, "%[1]s") {
+			tt.want = fmt.Sprintf(tt.want, notDevice)
+		}
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("ParsePools(%q) = %v, want %q", tt.text, err, tt.want)
+		}
+	}
+	for _, v := range []string{"ASCEND_RT_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "ROCR_VISIBLE_DEVICES", "ACME_NPU_VISIBLE_DEVICES", "ACME_DEVICES", "ACME_AFFINITY_MASK"} {
+		text := "npu env=" + v + " a b"
+		if ps, err := ParsePools("pools", strings.NewReader(text)); err != nil || ps.Pool("npu").Env != v {
+			t.Errorf("ParsePools(%q) = %v, want pool npu with env %s", text, err, v)
 		}
 	}
 }

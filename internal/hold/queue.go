@@ -58,6 +58,7 @@ type entry struct {
 	name  string
 	file  *os.File
 	facts *Facts // nil when its text is not facts
+	seen  Seen   // its owner and locker, as the system says
 }
 
 func closeAll(es []entry) {
@@ -73,6 +74,8 @@ func (d *Device) scan(dir *lockDir, kind byte, limit uint64) []entry {
 	names, _ := dir.names()
 	var out []entry
 	me := uint32(os.Geteuid())
+	var lockers map[fileID]int
+	users := map[uint32]string{}
 	for _, name := range names {
 		k, n, ok := parseEntry(d.Name, name)
 		if !ok || k != kind || n >= limit {
@@ -89,10 +92,19 @@ func (d *Device) scan(dir *lockDir, kind byte, limit uint64) []entry {
 			f.Close()
 			continue
 		}
+		if lockers == nil {
+			lockers = flockers()
+		}
+		if _, ok := users[st.Uid]; !ok {
+			users[st.Uid] = userNamed(st.Uid)
+		}
 		e := entry{kind: k, n: n, name: name, file: f}
+		e.seen = Seen{UID: st.Uid, User: users[st.Uid], LockPID: lockers[fileID{st.Dev, st.Ino}]}
 		var facts Facts
 		if json.Unmarshal(read(f), &facts) == nil {
 			facts.clean()
+			seen := e.seen
+			facts.Seen = &seen
 			e.facts = &facts
 		}
 		out = append(out, e)
@@ -113,8 +125,8 @@ func cmpUint(a, b uint64) int {
 
 // enqueue takes the next number and puts a locked waiting file under it.
 // Taking the number and publishing the file happen under the directory's
-// lock, so every ticket that exists when a number is taken has a smaller
-// one.
+// lock, so every live ticket that exists when a number is taken has a
+// smaller one.
 func (d *Device) enqueue(ctx context.Context, dir *lockDir, facts Facts) (*os.File, uint64, error) {
 	fd, err := unix.Openat(dir.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -126,32 +138,50 @@ func (d *Device) enqueue(ctx context.Context, dir *lockDir, facts Facts) (*os.Fi
 		return nil, 0, err
 	}
 	for range 100 {
-		names, err := dir.names()
+		n, err := d.nextNumber(dir)
 		if err != nil {
 			return nil, 0, err
 		}
-		var last uint64
-		var lastName string
-		for _, name := range names {
-			if _, n, ok := parseEntry(d.Name, name); ok && n >= last {
-				last, lastName = n, name
-			}
-		}
-		if last == math.MaxUint64 {
-			var st unix.Stat_t
-			unix.Fstatat(dir.fd, lastName, &st, unix.AT_SYMLINK_NOFOLLOW)
-			return nil, 0, fmt.Errorf("the ticket numbers of %s are used up by %s/%s, a file of %s; remove it (as root or as its owner)", d.Name, dir.path, lastName, owner(st.Uid))
-		}
-		facts.Ticket = last + 1
+		facts.Ticket = n
 		b, _ := json.Marshal(facts)
-		f, err := dir.publish(entryName(d.Name, waiting, facts.Ticket), append(b, '\n'))
+		f, err := dir.publish(entryName(d.Name, waiting, n), append(b, '\n'))
 		if errors.Is(err, unix.EEXIST) {
 			// Someone outside the queue's lock took the name: the next.
 			continue
 		}
-		return f, facts.Ticket, err
+		return f, n, err
 	}
 	return nil, 0, fmt.Errorf("a ticket cannot be made in %s: every number tried is taken", dir.path)
+}
+
+// nextNumber is the number after the last live ticket of the queue (1 when
+// none is live), past the names dead files hold. Only live tickets count:
+// a file nobody locks, whoever put it there and under whatever number,
+// neither uses numbers up nor blocks the queue; the numbers start again
+// from 1 whenever the queue is empty.
+func (d *Device) nextNumber(dir *lockDir) (uint64, error) {
+	names, err := dir.names()
+	if err != nil {
+		return 0, err
+	}
+	live := append(d.scan(dir, waiting, math.MaxUint64), d.scan(dir, holding, math.MaxUint64)...)
+	closeAll(live)
+	var last entry
+	for _, e := range live {
+		if e.n > last.n {
+			last = e
+		}
+	}
+	taken := map[string]bool{}
+	for _, name := range names {
+		taken[name] = true
+	}
+	for n := last.n + 1; n != 0; n++ {
+		if !taken[entryName(d.Name, waiting, n)] {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("the ticket numbers of %s are used up: the live ticket %s/%s of %s has number %d, and the names after it are taken; new tickets can be taken once it is gone", d.Name, dir.path, last.name, owner(last.seen.UID), last.n)
 }
 
 // wait blocks until no live waiter is ahead of ticket n and count devices
@@ -190,9 +220,7 @@ func (d *Device) wait(ctx context.Context, dir *lockDir, n uint64, start time.Ti
 			// Block until any holder of the pool goes.
 			var chans []<-chan error
 			for _, h := range holders {
-				if d.holds(h) {
-					chans = append(chans, lockAsync(h.file, unix.LOCK_SH))
-				}
+				chans = append(chans, lockAsync(h.file, unix.LOCK_SH))
 			}
 			closeAll(holders)
 			done = first(chans)
@@ -227,37 +255,56 @@ func first(chans []<-chan error) <-chan error {
 	return out
 }
 
-// free are the pool's devices no live holder holds, in the pool's order. A
-// live holder whose facts cannot be read holds them all: its file is not
-// ours to doubt.
+// free are the pool's devices no live holder holds, in the pool's order.
 func (d *Device) free(holders []entry) []Member {
-	var taken []string
+	taken := map[string]bool{}
 	for _, h := range holders {
-		if h.facts == nil {
-			return nil
+		devs, _ := d.devicesOf(h)
+		for _, name := range devs {
+			taken[name] = true
 		}
-		taken = append(taken, h.facts.Devices...)
 	}
 	var free []Member
 	for _, m := range d.members() {
-		if !slices.Contains(taken, m.Name) {
+		if !taken[m.Name] {
 			free = append(free, m)
 		}
 	}
 	return free
 }
 
-// holds tells whether a live holder holds any of the pool's devices.
-func (d *Device) holds(h entry) bool {
-	if h.facts == nil {
-		return true
-	}
+// devicesOf are the devices a live holder of the queue holds, as the grant
+// counts them: those its facts name when they are devices of the pool (or
+// the one device), each once; every one of them otherwise, with the reason
+// why. A live holding file is not ours to doubt, nor to take at its word.
+func (d *Device) devicesOf(h entry) ([]string, string) {
+	var all []string
 	for _, m := range d.members() {
-		if slices.Contains(h.facts.Devices, m.Name) {
-			return true
+		all = append(all, m.Name)
+	}
+	every := "every device of " + d.Name
+	if d.Pool == nil {
+		every = d.Name
+	}
+	doubt := func(why string) ([]string, string) {
+		return all, why + ": counted as holding " + every
+	}
+	if h.facts == nil {
+		return doubt("its facts cannot be read")
+	}
+	devs := h.facts.Devices
+	if len(devs) == 0 {
+		return doubt("it names no device")
+	}
+	for i, name := range devs {
+		if !slices.Contains(all, name) {
+			return doubt(fmt.Sprintf("it names %s, not %s", quote(name), strings.Replace(every, "every device", "a device", 1)))
+		}
+		if slices.Contains(devs[:i], name) {
+			return doubt(fmt.Sprintf("it names %s twice", quote(name)))
 		}
 	}
-	return false
+	return devs, ""
 }
 
 func (d *Device) giveUp(ctx context.Context, err error, start time.Time) error {
@@ -267,7 +314,7 @@ func (d *Device) giveUp(ctx context.Context, err error, start time.Time) error {
 			te.Holder = st.Holder
 			// A holder that is gone while its ticket stays taken: name what
 			// keeps it.
-			if st.Holder == nil || !alive(st.Holder.PID) {
+			if st.Holder == nil || !alive(st.Holder.pid()) {
 				for _, pid := range st.Lockers {
 					if pid != os.Getpid() {
 						te.Keepers = append(te.Keepers, describe(pid))
@@ -301,20 +348,14 @@ func (p *progress) say(ahead, holders []entry) {
 	if remind == 0 {
 		remind = time.Minute
 	}
-	var holder *Facts
+	var holder Facts
 	if len(holders) > 0 {
-		holder = holders[0].facts
-	} else if len(ahead) > 0 {
-		holder = ahead[0].facts
+		holder = d.shown(holders[0])
+	} else {
+		holder = d.shown(ahead[0])
 	}
-	who := "a holder that left no facts"
-	if holder != nil {
-		who = holder.String()
-	}
-	key := fmt.Sprint(len(ahead), len(holders), holder != nil)
-	if holder != nil {
-		key += fmt.Sprint(holder.Ticket, holder.PID)
-	}
+	who := holder.String()
+	key := fmt.Sprint(len(ahead), len(holders), holder.Ticket, holder.pid())
 	if key == p.last && time.Since(p.at) < remind {
 		return
 	}
@@ -324,12 +365,7 @@ func (p *progress) say(ahead, holders []entry) {
 		fmt.Fprintf(d.Log, "npu-hold: waiting for %s: place %d in the queue (%d ahead); held by %s\n", d.Name, n+1, n, who)
 		return
 	}
-	held := 0
-	for _, h := range holders {
-		if h.facts != nil {
-			held += len(h.facts.Devices)
-		}
-	}
+	held := len(d.members()) - len(d.free(holders))
 	fmt.Fprintf(d.Log, "npu-hold: waiting for %d of pool %s: place %d in the queue (%d ahead); %d of %d devices held, the first by %s\n",
 		d.count(), d.Name, len(ahead)+1, len(ahead), held, len(d.members()), who)
 }
