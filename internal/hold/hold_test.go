@@ -218,6 +218,11 @@ func TestHolderKilledHandsOver(t *testing.T) {
 	if !strings.Contains(readFile(e.record), "b start") {
 		t.Errorf("b never held the device after its holder died:\n%s", readFile(e.record))
 	}
+	// a's token, stale once a was killed, was replaced by b's, which b
+	// removed at its release.
+	if _, err := os.Lstat(e.token); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the token file after b released = %q (%v), want none", readFile(e.token), err)
+	}
 	st, _ = e.device().Status()
 	if st.Held || st.Holder != nil || len(st.Queue) != 0 {
 		t.Errorf("Status() after all = %+v, want free", st)
