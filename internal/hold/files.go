@@ -40,6 +40,9 @@ func openLockDir(path string, create bool) (*lockDir, error) {
 		}
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("the lock directory %s does not exist; create it for every boot with the systemd-tmpfiles line '%s' (README: set up the runner): %w", path, tmpfilesLine(path), err)
+	}
 	if err != nil {
 		what := err.Error()
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
