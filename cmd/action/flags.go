@@ -55,7 +55,7 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern of a serve log line naming the slow route, or 'unless-fast: RE', the slow route when no line names the fast one (repeatable)")
 	fs.StringVar(&c.Prompts, "prompts", c.Prompts, "file of prompts, one a line or JSON {\"prompt\",\"expect\"} (default: a built-in set of five)")
 	fs.StringVar(&c.Thinking, "thinking", c.Thinking, "on or off: chat_template_kwargs.enable_thinking")
-	fs.StringVar(&c.ThinkingControl, "thinking-control", c.ThinkingControl, "how thinking is turned on or off: chat-template-kwargs, reasoning-effort or both")
+	fs.StringVar(&c.ThinkingControl, "thinking-control", c.ThinkingControl, "how thinking is turned on or off: chat-template-kwargs, reasoning-effort, both or think")
 	fs.StringVar(&c.Baseline, "baseline", c.Baseline, "an earlier run's result.json: adds the baseline assertion")
 	fs.Float64Var(&c.MaxRegression, "max-regression", c.MaxRegression, "percent the median rate may fall, or the median first token rise, against --baseline")
 	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client (timed from the stream) or server (the serve's timings)")

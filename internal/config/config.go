@@ -232,8 +232,8 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.Thinking != "on" && c.Thinking != "off" {
 		bad("--thinking %q: pass on or off", c.Thinking)
 	}
-	if !slices.Contains([]string{ThinkingKwargs, ThinkingEffort, ThinkingBoth}, c.ThinkingControl) {
-		bad("--thinking-control %q: pass %s, %s or %s", c.ThinkingControl, ThinkingKwargs, ThinkingEffort, ThinkingBoth)
+	if !slices.Contains([]string{ThinkingKwargs, ThinkingEffort, ThinkingBoth, ThinkingThink}, c.ThinkingControl) {
+		bad("--thinking-control %q: pass %s, %s, %s or %s", c.ThinkingControl, ThinkingKwargs, ThinkingEffort, ThinkingBoth, ThinkingThink)
 	}
 	for name, path := range map[string]string{"--chat-path": c.ChatPath, "--stats-path": c.StatsPath} {
 		if path != "" && !strings.HasPrefix(path, "/") || name == "--chat-path" && path == "" {

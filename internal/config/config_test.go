@@ -132,7 +132,7 @@ func TestCheckBad(t *testing.T) {
 		{"out is a file", func(c *Config) { c.Out = file + "/sub" }, "--out " + file + "/sub cannot be created"},
 		{"out holds a run", func(c *Config) { c.Out = used }, "already holds a run (reply_1.json)"},
 		{"max-replies below 1", func(c *Config) { c.MaxReplies = 0 }, "--max-replies 0: pass 1 or more"},
-		{"thinking control", func(c *Config) { c.ThinkingControl = "prompt" }, `--thinking-control "prompt": pass chat-template-kwargs, reasoning-effort or both`},
+		{"thinking control", func(c *Config) { c.ThinkingControl = "prompt" }, `--thinking-control "prompt": pass chat-template-kwargs, reasoning-effort, both or think`},
 		{"chat path without slash", func(c *Config) { c.ChatPath = "v1/chat" }, `--chat-path "v1/chat": pass a path that starts with /`},
 		{"chat path empty", func(c *Config) { c.ChatPath = "" }, `--chat-path "": pass a path`},
 		{"stats path without slash", func(c *Config) { c.StatsPath = "stats" }, `--stats-path "stats": pass a path`},

@@ -35,7 +35,8 @@ type Hint struct {
 const (
 	ThinkingKwargs = "chat-template-kwargs" // chat_template_kwargs.enable_thinking (llama.cpp --jinja, vLLM, Qwen3 templates)
 	ThinkingEffort = "reasoning-effort"     // reasoning_effort: "none" (Ollama's OpenAI-compatible API)
-	ThinkingBoth   = "both"
+	ThinkingBoth   = "both"                 // chat-template-kwargs and reasoning-effort
+	ThinkingThink  = "think"                // a top-level "think": false (FastFlowLM's own field)
 )
 
 // llama.cpp's load_tensors lines (src/llama-model.cpp). "offloaded N/M
@@ -112,9 +113,11 @@ var Presets = map[string]Preset{
 	// FastFlowLM runs on the NPU only; it has no health path, /v1/models
 	// answers once it is up. "NPU Locked!" is printed when a request gets
 	// the NPU (src/server/server.cpp); flm validate prints "No NPU device
-	// found." (src/src/main.cpp). It reads reasoning_effort "none" (Qwen3,
-	// Gemma) as well as its own "think": false.
-	"flm": {Health: "/v1/models", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingEffort,
+	// found." (src/src/main.cpp). Its own "think" sets the models'
+	// enable_think (src/server/rest_handler.cpp); reasoning_effort "none"
+	// sets the same flag in the models that read it (Qwen3, Gemma), so it
+	// adds nothing, and gpt-oss warns of it.
+	"flm": {Health: "/v1/models", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingThink,
 		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: []string{`No NPU device found`, `No XDNA2 NPU hardware detected`}},
 	// Lemonade answers under /v1 (and /api/v1), and has its own figures of
 	// the last request at /v1/stats; its llamacpp recipe prints llama.cpp's

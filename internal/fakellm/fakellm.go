@@ -205,6 +205,7 @@ type chatRequest struct {
 	} `json:"stream_options"`
 	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
 	ReasoningEffort    string         `json:"reasoning_effort"`
+	Think              *bool          `json:"think"`
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -245,8 +246,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	// Like Qwen3, the serve thinks unless the request turns it off in the
 	// way this kind of serve understands.
 	off := req.ChatTemplateKwargs["enable_thinking"] == false
-	if s.p.thinkingOff == "effort" {
+	switch s.p.thinkingOff {
+	case "effort":
 		off = req.ReasoningEffort == "none"
+	case "think":
+		// FastFlowLM sets its models' enable_think from "think", then
+		// from reasoning_effort, which its Qwen3 and Gemma models read.
+		off = req.Think != nil && !*req.Think
+		switch req.ReasoningEffort {
+		case "none":
+			off = true
+		case "low", "medium", "high":
+			off = false
+		}
 	}
 	thinking := s.opt.ThinkingAlways || !off
 	finish := "length"
@@ -442,18 +454,26 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 			"predicted_n": len(tokens), "predicted_ms": decode * 1000, "predicted_per_second": pps,
 		}
 	}
-	if !send(last) {
-		return
-	}
 	claimed := len(tokens)
 	if s.opt.ClaimTokens > 0 {
 		claimed = s.opt.ClaimTokens
 	}
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && !s.opt.NoUsage {
+	if s.p.flmUsage {
+		// FastFlowLM's last chunk carries the finish and its usage,
+		// asked for or not (send_final_response).
+		last["choices"] = []any{map[string]any{"index": 0, "delta": map[string]any{"content": nil}, "finish_reason": finish}}
+		if !s.opt.NoUsage {
+			last["usage"] = s.flmUsage(claimed, prompt, first.Sub(begin), decode, len(tokens))
+		}
+	}
+	if !send(last) {
+		return
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && !s.opt.NoUsage && !s.p.flmUsage {
 		if !send(map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created, "model": s.opt.Model,
 			"choices": []any{},
-			"usage":   s.promptUsage(s.usage(claimed, first.Sub(begin), decode), prompt, claimed),
+			"usage":   s.promptUsage(s.usage(claimed), prompt, claimed),
 		}) {
 			return
 		}
@@ -463,8 +483,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	s.logf("request %d: %d tokens, finish %s", n, len(tokens), finish)
 }
 
-// usage is the usage chunk's figures; FastFlowLM adds its own timings
-// (src/server/streaming_ostream_openai.hpp): seconds and tokens per second.
 // promptUsage puts the prompt's tokens, and those the cache held, in usage.
 func (s *Server) promptUsage(u map[string]any, prompt promptCache, tokens int) map[string]any {
 	u["prompt_tokens"], u["total_tokens"] = prompt.total, prompt.total+tokens
@@ -472,17 +490,46 @@ func (s *Server) promptUsage(u map[string]any, prompt promptCache, tokens int) m
 	return u
 }
 
-func (s *Server) usage(tokens int, ttft time.Duration, decode float64) map[string]any {
-	u := map[string]any{"prompt_tokens": 20, "completion_tokens": tokens, "total_tokens": 20 + tokens}
-	if s.p.flmUsage {
-		tps := 0.0
-		if decode > 0 {
-			tps = float64(tokens) / decode
-		}
-		u["load_duration"], u["prefill_duration_ttft"], u["decoding_duration"] = 0.0, ttft.Seconds(), decode
-		u["prefill_speed_tps"], u["decoding_speed_tps"] = 20/max(ttft.Seconds(), 1e-3), tps
+func (s *Server) usage(tokens int) map[string]any {
+	return map[string]any{"prompt_tokens": 20, "completion_tokens": tokens, "total_tokens": 20 + tokens}
+}
+
+// flmUsage is FastFlowLM's usage (src/server/streaming_ostream_openai.hpp,
+// send_final_response), as its decode loop counts (src/common/AutoModel/
+// automodel.cpp, _shared_generate): the first token comes from the prefill,
+// neither counted nor timed; each token after it, and the end of turn, is a
+// timed decode step. So n tokens streamed are n steps (completion_tokens n),
+// n - 1 of them in the span from the first token to the last and the end of
+// turn's one more; decoding_speed_tps is steps over their time, and seconds
+// are seconds. prompt_tokens are those prefilled (the cached prefix
+// skipped); a rate of nothing over nothing is NaN, which its JSON library
+// writes as null.
+func (s *Server) flmUsage(claimed int, prompt promptCache, ttft time.Duration, span float64, n int) map[string]any {
+	evaluated := prompt.total - prompt.cached
+	var decoding, tps any = 0.0, nil
+	if n > 1 && span > 0 {
+		step := span / float64(n-1)
+		decoding = step * float64(n)
+		tps = 1 / step
 	}
-	return u
+	var prefillTPS any
+	if ttft > 0 {
+		prefillTPS = float64(evaluated) / ttft.Seconds()
+	}
+	const capacity = 32768
+	return map[string]any{
+		"prompt_tokens":                      evaluated,
+		"completion_tokens":                  claimed,
+		"total_tokens":                       evaluated + claimed,
+		"active_kv_tokens":                   prompt.total + n,
+		"max_kv_token_capacity":              capacity,
+		"kv_token_occupancy_rate_percentage": float64(prompt.total+n) / capacity * 100,
+		"load_duration":                      0.0,
+		"prefill_duration_ttft":              ttft.Seconds(),
+		"decoding_duration":                  decoding,
+		"prefill_speed_tps":                  prefillTPS,
+		"decoding_speed_tps":                 tps,
+	}
 }
 
 func (s *Server) whole(w http.ResponseWriter, req chatRequest, tokens []string, thinking bool, finish string) {

@@ -20,7 +20,7 @@ type persona struct {
 	chatPaths      []string // take chat requests
 	statsPath      string   // Lemonade's figures of the last request
 	reasoningField string   // the delta field reasoning streams in
-	thinkingOff    string   // "kwargs": chat_template_kwargs.enable_thinking; "effort": reasoning_effort "none"
+	thinkingOff    string   // "kwargs": chat_template_kwargs.enable_thinking; "effort": reasoning_effort "none"; "think": FastFlowLM's "think", then reasoning_effort
 	timings        bool     // llama.cpp's timings in the last chunk
 	flmUsage       bool     // FastFlowLM's own figures in the usage chunk
 
@@ -134,7 +134,8 @@ var personas = map[string]persona{
 	// FastFlowLM: src/server/server.cpp ("NPU Locked!" when a request gets
 	// the NPU), src/src/main.cpp (flm validate's "No NPU device found.", in
 	// red on stderr; a wrapper that runs validate before serve shows it).
-	PersonaFLM: {health: "/v1/models", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "effort", flmUsage: true,
+	// Thinking: src/server/rest_handler.cpp (configure_chat_engine_parameters).
+	PersonaFLM: {health: "/v1/models", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "think", flmUsage: true,
 		fast:         []string{"[FLM]  Loading model: {model}", "[FLM]  WebServer started on port 52625 with 4 I/O threads"},
 		firstRequest: []string{"[🟢 ]  NPU Locked!"},
 		slow:         []string{"\x1b[31m[ERROR]  No NPU device found.\x1b[0m", "[FLM]  Loading model: {model}"}},

@@ -64,7 +64,7 @@ type Arrival struct {
 }
 
 // ServerTimings are the serve's own figures for a reply, when it sends them
-// (llama.cpp's timings object; Lemonade's stats).
+// (llama.cpp's timings object; Lemonade's stats; FastFlowLM's usage).
 type ServerTimings struct {
 	PredictedN         int     `json:"predicted_n,omitempty"`
 	PredictedMS        float64 `json:"predicted_ms,omitempty"`
@@ -72,6 +72,11 @@ type ServerTimings struct {
 	PromptN            *int    `json:"prompt_n,omitempty"` // prompt tokens evaluated
 	PromptMS           float64 `json:"prompt_ms,omitempty"`
 	CacheN             *int    `json:"cache_n,omitempty"` // prompt tokens taken from the cache
+	// DecodeSteps and DecodeMS are a serve's timed decode steps, each
+	// giving one token after the first, and their time: FastFlowLM's
+	// usage.completion_tokens and decoding_duration.
+	DecodeSteps int     `json:"decode_steps,omitempty"`
+	DecodeMS    float64 `json:"decode_ms,omitempty"`
 }
 
 // FirstTokenMS is the time from T0 to the first content or reasoning chunk.

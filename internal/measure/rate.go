@@ -16,8 +16,9 @@ const (
 	// Nagle), and the tokens of an arrival were generated between the one
 	// before and it, so each arrival's running total still lies on the line.
 	MethodRegression = "regression"
-	// MethodServer is (predicted_n - 1) / predicted_ms, the serve's own
-	// count and decode time on the span's definition.
+	// MethodServer is (predicted_n - 1) / predicted_ms, or decode steps /
+	// their time: the serve's own count and decode time on the span's
+	// definition.
 	MethodServer = "server"
 	// MethodServerAsSent is the serve's rate as it sent it, with nothing to
 	// recompute it from.
@@ -154,8 +155,11 @@ func regression(arrivals []Arrival, n int) (slope float64, ok bool) {
 // stream's definition: (predicted_n - 1) / predicted_ms. llama.cpp's
 // predicted_per_second is predicted_n over predicted_ms, which starts when the
 // first token is sampled, so it counts n tokens over n - 1 steps; put on one
-// definition, the two figures can be compared. A serve that sends only a
-// rate (Lemonade's tokens_per_second) is taken as sent.
+// definition, the two figures can be compared. FastFlowLM's decoding_speed_tps
+// needs no such care: it is its decode steps over their time (the first
+// token, from the prefill, is neither counted nor timed), which is the
+// definition already. A serve that sends only a rate (Lemonade's
+// tokens_per_second) is taken as sent.
 func (r *Reply) ServerEstimate() Estimate {
 	s := r.Server
 	if s == nil {
@@ -166,8 +170,14 @@ func (r *Reply) ServerEstimate() Estimate {
 	if why := r.implausible(s.PredictedN); why != "" {
 		return Estimate{Why: fmt.Sprintf("timings.predicted_n %d %s", s.PredictedN, why)}
 	}
+	if why := r.implausible(s.DecodeSteps); why != "" {
+		return Estimate{Why: fmt.Sprintf("usage.completion_tokens %d %s", s.DecodeSteps, why)}
+	}
 	if s.PredictedN >= 2 && s.PredictedMS > 0 {
 		return Estimate{Rate: float64(s.PredictedN-1) / (s.PredictedMS / 1000), Method: MethodServer}
+	}
+	if s.DecodeSteps >= 1 && s.DecodeMS > 0 {
+		return Estimate{Rate: float64(s.DecodeSteps) / (s.DecodeMS / 1000), Method: MethodServer}
 	}
 	if s.PredictedPerSecond > 0 {
 		return Estimate{Rate: s.PredictedPerSecond, Method: MethodServerAsSent}

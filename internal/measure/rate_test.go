@@ -202,6 +202,22 @@ func TestServerEstimate(t *testing.T) {
 		{"a rate as sent with a count not believed", Reply{Content: words, MaxTokens: 8, Server: &ServerTimings{PredictedN: 16, PredictedPerSecond: 84.4}},
 			Estimate{Why: "timings.predicted_n 16 is above max_tokens 8"}},
 		{"timings without figures", Reply{Server: &ServerTimings{PredictedN: 3}}, Estimate{Why: "the serve sent no timings.predicted_n and predicted_ms"}},
+		// FastFlowLM: 16 decode steps (the 16 tokens after the prefill's,
+		// the end of turn's included) in 160 ms, its decoding_speed_tps 100.
+		{"FastFlowLM's 16 steps in 160 ms", Reply{Content: words, Server: &ServerTimings{DecodeSteps: 16, DecodeMS: 160, PredictedPerSecond: 100}},
+			Estimate{Rate: 100, Method: MethodServer}},
+		{"FastFlowLM's one step", Reply{Content: words, Server: &ServerTimings{DecodeSteps: 1, DecodeMS: 20, PredictedPerSecond: 40}},
+			Estimate{Rate: 50, Method: MethodServer}},
+		{"FastFlowLM's steps without their time: as sent", Reply{Content: words, Server: &ServerTimings{DecodeSteps: 16, PredictedPerSecond: 84.4}},
+			Estimate{Rate: 84.4, Method: MethodServerAsSent}},
+		{"FastFlowLM's time without steps: as sent", Reply{Content: words, Server: &ServerTimings{DecodeMS: 160, PredictedPerSecond: 84.4}},
+			Estimate{Rate: 84.4, Method: MethodServerAsSent}},
+		{"FastFlowLM's count not believed", Reply{Content: words, MaxTokens: 8, Server: &ServerTimings{DecodeSteps: 9, DecodeMS: 90, PredictedPerSecond: 100}},
+			Estimate{Why: "usage.completion_tokens 9 is above max_tokens 8"}},
+		{"FastFlowLM's count at max_tokens", Reply{Content: words, MaxTokens: 8, Server: &ServerTimings{DecodeSteps: 8, DecodeMS: 80}},
+			Estimate{Rate: 100, Method: MethodServer}},
+		{"llama.cpp's figures before steps", Reply{Content: words, Server: &ServerTimings{PredictedN: 11, PredictedMS: 100, DecodeSteps: 10, DecodeMS: 50}},
+			Estimate{Rate: 100, Method: MethodServer}},
 	}
 	for _, tt := range tests {
 		got := tt.r.ServerEstimate()

@@ -35,7 +35,8 @@ type Prober struct {
 	Thinking  bool // false asks the serve not to think
 	// ThinkingControl is how thinking is asked for: "chat-template-kwargs"
 	// (chat_template_kwargs.enable_thinking, the default), "reasoning-effort"
-	// (reasoning_effort "none" when off) or "both".
+	// (reasoning_effort "none" when off), "both" (those two) or "think" (a
+	// top-level "think", FastFlowLM's).
 	ThinkingControl string
 	// StatsURL, when set, is read after each reply for the serve's own
 	// figures of it (Lemonade's /api/v1/stats).
@@ -59,6 +60,7 @@ type request struct {
 	StreamOptions      streamOptions   `json:"stream_options"`
 	ChatTemplateKwargs map[string]bool `json:"chat_template_kwargs,omitempty"`
 	ReasoningEffort    string          `json:"reasoning_effort,omitempty"`
+	Think              *bool           `json:"think,omitempty"`
 }
 
 type message struct {
@@ -80,13 +82,21 @@ func (p *Prober) Body(prompt string) []byte {
 		Stream:        true,
 		StreamOptions: streamOptions{IncludeUsage: true},
 	}
-	if p.ThinkingControl != "reasoning-effort" {
-		req.ChatTemplateKwargs = map[string]bool{"enable_thinking": p.Thinking}
+	kwargs := map[string]bool{"enable_thinking": p.Thinking}
+	effort := ""
+	if !p.Thinking {
+		effort = "none"
 	}
-	if p.ThinkingControl == "reasoning-effort" || p.ThinkingControl == "both" {
-		if !p.Thinking {
-			req.ReasoningEffort = "none"
-		}
+	switch p.ThinkingControl {
+	case "think":
+		think := p.Thinking
+		req.Think = &think
+	case "reasoning-effort":
+		req.ReasoningEffort = effort
+	case "both":
+		req.ChatTemplateKwargs, req.ReasoningEffort = kwargs, effort
+	default:
+		req.ChatTemplateKwargs = kwargs
 	}
 	b, _ := json.Marshal(req)
 	return b
@@ -265,9 +275,41 @@ type chunk struct {
 		Details          *struct {
 			CachedTokens *int `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
+		flmUsage
 	} `json:"usage"`
 	Timings *measure.ServerTimings `json:"timings"`
 	Error   json.RawMessage        `json:"error"`
+}
+
+// flmUsage are FastFlowLM's own figures in its last chunk's usage
+// (src/server/streaming_ostream_openai.hpp, send_final_response): seconds,
+// and tokens a second. Its decoding_speed_tps is completion_tokens over
+// decoding_duration, and each of those tokens is one timed decode step: the
+// first token, which the prefill gives, is neither counted nor timed, and the
+// step that gives the end of turn is both (src/common/AutoModel). A rate it
+// cannot divide out (no step, no time) it sends as null.
+type flmUsage struct {
+	DecodingSpeedTPS    *float64 `json:"decoding_speed_tps"`
+	DecodingDuration    *float64 `json:"decoding_duration"`
+	PrefillDurationTTFT *float64 `json:"prefill_duration_ttft"`
+}
+
+// timings are the figures as the serve's own, or nil when it sent none.
+func (u *flmUsage) timings(completionTokens *int) *measure.ServerTimings {
+	if u.DecodingSpeedTPS == nil && u.DecodingDuration == nil {
+		return nil
+	}
+	st := &measure.ServerTimings{}
+	if u.DecodingSpeedTPS != nil {
+		st.PredictedPerSecond = *u.DecodingSpeedTPS
+	}
+	if u.DecodingDuration != nil && completionTokens != nil {
+		st.DecodeSteps, st.DecodeMS = *completionTokens, *u.DecodingDuration*1000
+	}
+	if u.PrefillDurationTTFT != nil {
+		st.PromptMS = *u.PrefillDurationTTFT * 1000
+	}
+	return st
 }
 
 var (
@@ -400,6 +442,9 @@ func take(c *chunk, r *measure.Reply, content, reasoning *strings.Builder) (bear
 		if u.Details != nil && u.Details.CachedTokens != nil {
 			n := *u.Details.CachedTokens
 			r.CachedTokens = &n
+		}
+		if st := u.timings(u.CompletionTokens); st != nil {
+			r.Server = st
 		}
 	}
 	if c.Timings != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,6 +62,30 @@ func TestAskFast(t *testing.T) {
 	}
 }
 
+// FastFlowLM: thinking off with its own "think": false, and its figures
+// read from the last chunk's usage as the serve's, on the stream's
+// definition.
+func TestAskFLM(t *testing.T) {
+	p := prober(t, fakellm.New(fakellm.Options{Persona: fakellm.PersonaFLM, Rates: []float64{200}}))
+	p.ThinkingControl = "think"
+	r := p.Ask(context.Background(), 1, false, question)
+	if r.Error != "" || r.Content == "" || r.Reasoning != "" {
+		t.Fatalf("Ask() = content %q, reasoning %q, error %q: want content with thinking off", r.Content, r.Reasoning, r.Error)
+	}
+	s := r.Server
+	if s == nil || s.DecodeSteps != 10 || s.DecodeMS <= 0 || s.PredictedPerSecond <= 0 {
+		t.Fatalf("Server = %+v, want 10 steps, their time and the rate", s)
+	}
+	e := r.ServerEstimate()
+	if e.Method != measure.MethodServer || math.Abs(e.Rate-s.PredictedPerSecond) > 1e-6*e.Rate {
+		t.Errorf("ServerEstimate() = %+v, want decoding_speed_tps %v on the span's definition", e, s.PredictedPerSecond)
+	}
+	p.ThinkingControl = "chat-template-kwargs"
+	if r := p.Ask(context.Background(), 2, false, question); r.Content != "" || r.Reasoning == "" {
+		t.Errorf("without \"think\": false: content %q, reasoning %q, want it thinking", r.Content, r.Reasoning)
+	}
+}
+
 func TestAskRequestBody(t *testing.T) {
 	var mu sync.Mutex
 	var got map[string]any
@@ -90,6 +115,43 @@ func TestAskRequestBody(t *testing.T) {
 	defer mu.Unlock()
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("request body (-want +got):\n%s", diff)
+	}
+}
+
+// How each --thinking-control asks for thinking on and off: only its own
+// fields are sent.
+func TestBodyThinking(t *testing.T) {
+	kwargs := func(on bool) map[string]any { return map[string]any{"enable_thinking": on} }
+	tests := []struct {
+		control  string
+		thinking bool
+		want     map[string]any
+	}{
+		{"chat-template-kwargs", false, map[string]any{"chat_template_kwargs": kwargs(false)}},
+		{"chat-template-kwargs", true, map[string]any{"chat_template_kwargs": kwargs(true)}},
+		{"", false, map[string]any{"chat_template_kwargs": kwargs(false)}},
+		{"reasoning-effort", false, map[string]any{"reasoning_effort": "none"}},
+		{"reasoning-effort", true, map[string]any{}},
+		{"both", false, map[string]any{"chat_template_kwargs": kwargs(false), "reasoning_effort": "none"}},
+		{"both", true, map[string]any{"chat_template_kwargs": kwargs(true)}},
+		{"think", false, map[string]any{"think": false}},
+		{"think", true, map[string]any{"think": true}},
+	}
+	for _, tt := range tests {
+		p := &Prober{ThinkingControl: tt.control, Thinking: tt.thinking}
+		var body map[string]any
+		if err := json.Unmarshal(p.Body("q"), &body); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]any{}
+		for _, k := range []string{"chat_template_kwargs", "reasoning_effort", "think"} {
+			if v, ok := body[k]; ok {
+				got[k] = v
+			}
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Body(%q, thinking %v) (-want +got):\n%s", tt.control, tt.thinking, diff)
+		}
 	}
 }
 

@@ -198,3 +198,34 @@ func FuzzRead(f *testing.F) {
 		r.Estimate() // must not panic on whatever was recorded
 	})
 }
+
+// FastFlowLM's figures, in its last chunk as send_final_response writes it
+// (src/server/streaming_ostream_openai.hpp at 8b8399c1): seconds and tokens a
+// second beside the counts; a rate of nothing over nothing comes as null.
+func TestReadFLMUsage(t *testing.T) {
+	const content = `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"qwen3:0.6b","choices":[{"index":0,"delta":{"role":"assistant","content":"Paris"},"finish_reason":null}]}` + "\n\n"
+	last := func(usage string) string {
+		return `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"qwen3:0.6b","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":null},"finish_reason":"stop"}],"usage":` + usage + "}\n\ndata: [DONE]\n\n"
+	}
+	tests := []struct {
+		name  string
+		usage string
+		want  *measure.ServerTimings
+	}{
+		{"every figure", `{"prompt_tokens":14,"completion_tokens":9,"total_tokens":23,"active_kv_tokens":24,"max_kv_token_capacity":32768,"kv_token_occupancy_rate_percentage":0.0732,"load_duration":0.0021,"prefill_duration_ttft":0.125,"decoding_duration":0.18,"prefill_speed_tps":112,"decoding_speed_tps":50}`,
+			&measure.ServerTimings{PredictedPerSecond: 50, DecodeSteps: 9, DecodeMS: 180, PromptMS: 125}},
+		{"no step: the rate is null", `{"prompt_tokens":14,"completion_tokens":0,"total_tokens":14,"load_duration":0,"prefill_duration_ttft":0.125,"decoding_duration":0,"prefill_speed_tps":112,"decoding_speed_tps":null}`,
+			&measure.ServerTimings{PromptMS: 125}},
+		{"a rate alone", `{"completion_tokens":9,"decoding_speed_tps":50}`, &measure.ServerTimings{PredictedPerSecond: 50}},
+		{"counts alone: not FastFlowLM's", `{"prompt_tokens":14,"completion_tokens":9,"total_tokens":23}`, nil},
+	}
+	for _, tt := range tests {
+		var r measure.Reply
+		if err := read(strings.NewReader(content+last(tt.usage)), timeZero, &r, func() int64 { return 0 }); err != nil {
+			t.Fatalf("%s: read: %v", tt.name, err)
+		}
+		if diff := cmp.Diff(tt.want, r.Server); diff != "" {
+			t.Errorf("%s: Server (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
