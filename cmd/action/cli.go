@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "run":
 		return e.run(ctx, args[1:])
 	case "judge":
-		return e.judge(args[1:])
+		return e.judge(ctx, args[1:])
 	case "demo":
 		return e.demo(ctx, args[1:])
 	case "publish":

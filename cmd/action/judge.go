@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -15,7 +16,7 @@ import (
 
 // judge re-judges a finished run from its out directory: the serve log and
 // the reply files, against the limits it ran with or the ones given here.
-func (e *env) judge(args []string) int {
+func (e *env) judge(ctx context.Context, args []string) int {
 	fs := e.flagSet("judge")
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "usage: npu-serve-smoke judge DIR [flags]\n\nRe-judges the run in DIR; flags not given keep the run's own.\n\n")
@@ -50,7 +51,7 @@ func (e *env) judge(args []string) int {
 		return exitUsage
 	}
 	runRoute := res.Route
-	if err := rejudge(dir, res, &c, bl); err != nil {
+	if err := rejudge(ctx, dir, res, &c, bl); err != nil {
 		e.stderr.Printf("npu-serve-smoke judge: %v", err)
 	}
 	keepRunRoute(res, runRoute, setFlags(fs))
@@ -156,8 +157,8 @@ func (e *env) parseDir(fs *flag.FlagSet, args []string) (string, bool) {
 // `publish` both judge here, and `report` judges each job of a matrix with the
 // same evidence.Judge. An unreadable log is judged as empty, shown with no
 // tail, and said in the error.
-func rejudge(dir string, res *report.Result, c *config.Config, bl *judge.Baseline) error {
-	return evidence.Judge(dir, res, c.Limits(), c.FastRoute, c.SlowRoute, bl)
+func rejudge(ctx context.Context, dir string, res *report.Result, c *config.Config, bl *judge.Baseline) error {
+	return evidence.Judge(ctx, dir, res, c.Limits(), c.FastRoute, c.SlowRoute, bl)
 }
 
 // keepRunRoute puts back the route evidence the run read, when serve.log

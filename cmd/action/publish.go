@@ -62,7 +62,7 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 			return exitUsage
 		}
 	}
-	if err := rejudge(dir, res, &c, bl); err != nil {
+	if err := rejudge(ctx, dir, res, &c, bl); err != nil {
 		a.Warningf("%s", console.Text(err.Error()))
 	}
 	// The check name is this command's; the run's directory is the one

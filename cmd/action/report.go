@@ -33,7 +33,7 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 		return e.reportBadInput(ctx, inActions, o.token, o.c.CheckName, started, problems)
 	}
 	if !inActions {
-		return e.reportDone(fleet.Merge(o.c.CheckName, jobs, o.dirs, o.limits, nil), nil, o.summary)
+		return e.reportDone(fleet.Merge(ctx, o.c.CheckName, jobs, o.dirs, o.limits, nil), nil, o.summary)
 	}
 	return e.reportInActions(ctx, o, jobs, started)
 }
@@ -121,6 +121,9 @@ func (o *reportOptions) check(inActions bool) ([]fleet.Job, []string) {
 			problems = append(problems, fmt.Sprintf("%s is not a directory; pass the downloaded artifacts' directories (download-artifact puts each in PATH/NAME)", dir))
 		}
 	}
+	if _, err := fleet.Artifacts(o.dirs); err != nil {
+		problems = append(problems, err.Error())
+	}
 	o.limits = fleet.Limits{Judge: d.Limits(), FastRoute: d.FastRoute, SlowRoute: d.SlowRoute, RoutesSet: o.set("fast-route") || o.set("slow-route")}
 	return jobs, problems
 }
@@ -148,7 +151,7 @@ func (e *env) reportInActions(ctx context.Context, o *reportOptions, jobs []flee
 			}
 		}
 	}
-	m := fleet.Merge(o.c.CheckName, jobs, o.dirs, o.limits, baselines)
+	m := fleet.Merge(ctx, o.c.CheckName, jobs, o.dirs, o.limits, baselines)
 	if gc != nil {
 		m.RunURL = gc.RunURL()
 	}

@@ -4,7 +4,9 @@
 package evidence
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
@@ -18,14 +20,15 @@ import (
 // baseline result.json claimed are replaced, and so are the log's tail and
 // size the report shows: they are the serve.log judged. An unreadable log is
 // judged as empty (the route then fails), shown with no tail, and said in the
-// error.
-func Judge(dir string, res *report.Result, l judge.Limits, fast, slow []string, b *judge.Baseline) error {
+// error. serve.log is opened as report.Open opens a run's files (a FIFO or a
+// link there is unreadable), and its reading stops when ctx is done.
+func Judge(ctx context.Context, dir string, res *report.Result, l judge.Limits, fast, slow []string, b *judge.Baseline) error {
 	m, err := judge.NewRouteMatcher(fast, slow)
 	if err != nil {
 		return err
 	}
 	res.Limits, res.Baseline = l, b
-	scan, err := logscan.ScanFile(filepath.Join(dir, report.LogFile), m)
+	scan, err := scanLog(ctx, filepath.Join(dir, report.LogFile), m)
 	res.Route = scan.Route
 	res.Serve.LogTail, res.Serve.LogBytes = scan.Tail, scan.Bytes
 	// serve.log may have been cut to --log-limit: the route detail says
@@ -36,4 +39,32 @@ func Judge(dir string, res *report.Result, l judge.Limits, fast, slow []string, 
 		return fmt.Errorf("%v; the route is judged on an empty log", err)
 	}
 	return nil
+}
+
+// scanLog scans the serve.log at path, as a run's file (report.Open), until
+// its end or until ctx is done.
+func scanLog(ctx context.Context, path string, m *judge.RouteMatcher) (logscan.Result, error) {
+	f, err := report.Open(path)
+	if err != nil {
+		return logscan.Result{Route: m.Evidence()}, err
+	}
+	defer f.Close()
+	scan, err := logscan.Scan(ctxReader{ctx, f}, m)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", path, err)
+	}
+	return scan, err
+}
+
+// ctxReader reads r until ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

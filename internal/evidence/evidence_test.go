@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,7 @@ func TestJudge(t *testing.T) {
 			}
 			l := limits
 			l.Floor = tc.floor
-			err = Judge(dir, res, l, judge.DefaultFastRoute, judge.DefaultSlowRoute, nil)
+			err = Judge(context.Background(), dir, res, l, judge.DefaultFastRoute, judge.DefaultSlowRoute, nil)
 			if (err != nil) != (tc.err != "") || err != nil && !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("Judge() error = %v, want %q", err, tc.err)
 			}

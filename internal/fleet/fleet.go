@@ -1,8 +1,12 @@
 package fleet
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -126,30 +130,77 @@ func (m *Merged) Count() (pass, fail, missing int) {
 	return pass, fail, missing
 }
 
+// Artifacts is dirs by artifact name (a directory's base name). A name
+// given by two different directories is an error naming both: which one is
+// the job's cannot be told, and the other could hide a failing run.
+func Artifacts(dirs []string) (map[string][]string, error) {
+	byName := map[string][]string{}
+	var dup []string
+	for _, d := range dirs {
+		name := filepath.Base(filepath.Clean(d))
+		if slices.ContainsFunc(byName[name], func(o string) bool { return sameDir(o, d) }) {
+			continue
+		}
+		byName[name] = append(byName[name], d)
+		if len(byName[name]) == 2 {
+			dup = append(dup, name)
+		}
+	}
+	var msgs []string
+	for _, name := range dup {
+		msgs = append(msgs, twice(name, byName[name]))
+	}
+	if len(msgs) > 0 {
+		return byName, errors.New(strings.Join(msgs, "; "))
+	}
+	return byName, nil
+}
+
+func twice(name string, dirs []string) string {
+	return fmt.Sprintf("the artifact %s is in %d directories (%s); pass each job's artifact once (download-artifact puts each in PATH/NAME: give one PATH)", name, len(dirs), strings.Join(dirs, ", "))
+}
+
+// sameDir reports whether a and b name one directory.
+func sameDir(a, b string) bool {
+	if fa, err := os.Stat(a); err == nil {
+		if fb, err := os.Stat(b); err == nil {
+			return os.SameFile(fa, fb)
+		}
+	}
+	return filepath.Clean(a) == filepath.Clean(b)
+}
+
 // Merge judges each job of jobs from the directory named by its artifact
 // among dirs, with the limits l and the baselines by check name. A job with
-// no directory is Missing; a directory no job names is listed, not judged.
-func Merge(base string, jobs []Job, dirs []string, l Limits, baselines map[string]Baseline) *Merged {
-	byName := map[string]string{}
-	for _, d := range dirs {
-		byName[filepath.Base(filepath.Clean(d))] = d
-	}
+// no directory is Missing; a directory no job names is listed, not judged;
+// a job whose artifact is in two directories fails, naming both (Artifacts
+// says so before a merge). Once ctx is done, the jobs left fail unjudged.
+func Merge(ctx context.Context, base string, jobs []Job, dirs []string, l Limits, baselines map[string]Baseline) *Merged {
+	byName, _ := Artifacts(dirs)
 	m := &Merged{Base: base}
 	for _, j := range jobs {
 		row := Row{Job: j, CheckName: j.CheckName(base), Artifact: j.Artifact(base)}
 		bl := baselines[row.CheckName]
 		row.Note = bl.Note
-		dir, ok := byName[row.Artifact]
+		found := byName[row.Artifact]
 		delete(byName, row.Artifact)
-		if !ok {
+		switch {
+		case len(found) == 0:
 			row.State = Missing
 			row.Why = []string{fmt.Sprintf("no artifact %s: the job did not run to its upload (see its log), or uploaded under another name", row.Artifact)}
+		case len(found) > 1:
+			row.State, row.Why = Fail, []string{twice(row.Artifact, found)}
+		case ctx.Err() != nil:
+			row.State, row.Why = Fail, []string{fmt.Sprintf("not judged: the merge was cancelled (%v)", context.Cause(ctx))}
+		}
+		if row.State != "" {
 			m.Rows = append(m.Rows, row)
 			continue
 		}
+		dir := found[0]
 		jl, fast, slow := l.For(j)
 		row.Baseline, row.BadInput = baselineOf(bl, dir, jl)
-		res, note, err := Rejudge(dir, jl, fast, slow, row.Baseline)
+		res, note, err := Rejudge(ctx, dir, jl, fast, slow, row.Baseline)
 		row.Result = res
 		switch {
 		case row.BadInput != "":
@@ -204,13 +255,13 @@ func baselineOf(bl Baseline, dir string, l judge.Limits) (*judge.Baseline, strin
 // Rejudge reads the run in dir and judges it from its evidence alone
 // (evidence.Judge) with the limits and route patterns given. A run that was
 // cancelled stays cancelled. note is what could not be read, if anything.
-func Rejudge(dir string, l judge.Limits, fast, slow []string, b *judge.Baseline) (res *report.Result, note string, err error) {
+func Rejudge(ctx context.Context, dir string, l judge.Limits, fast, slow []string, b *judge.Baseline) (res *report.Result, note string, err error) {
 	res, err = report.Read(dir)
 	if err != nil {
 		return nil, "", err
 	}
 	cancelled := res.Verdict == report.Cancelled
-	if err := evidence.Judge(dir, res, l, fast, slow, b); err != nil {
+	if err := evidence.Judge(ctx, dir, res, l, fast, slow, b); err != nil {
 		note = err.Error()
 	}
 	if cancelled {

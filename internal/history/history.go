@@ -338,15 +338,22 @@ func (s *Source) download(ctx context.Context, a *github.Artifact, max int64) ([
 
 // Extract writes what a baseline needs of an artifact's zip (result.json,
 // reply_N.json, warmup_N.json at its top) into dir. A zip with an entry whose
-// path would leave dir, a link, or an entry that grows past the bound is
+// path would leave dir, a link, an entry that grows past the bound, or two
+// entries of one path (which copy counts would depend on the reader) is
 // refused whole.
 func Extract(b []byte, dir string) error {
 	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return fmt.Errorf("not a zip archive (%v)", err)
 	}
+	seen := map[string]bool{}
 	for _, f := range zr.File {
 		name := f.Name
+		clean := path.Clean(strings.TrimSuffix(name, "/"))
+		if seen[clean] {
+			return fmt.Errorf("the entry %q is in the archive twice; refused", clean)
+		}
+		seen[clean] = true
 		if strings.Contains(name, `\`) || !filepath.IsLocal(filepath.FromSlash(strings.TrimSuffix(name, "/"))) {
 			return fmt.Errorf("the entry %q leaves the archive's directory; refused", name)
 		}

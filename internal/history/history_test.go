@@ -113,6 +113,8 @@ func TestResult(t *testing.T) {
 		{name: "zip slip", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)}, entry{name: "../../evil.sh", body: "x"})}, pattern: "release/**", want: `bad input: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2): the entry "../../evil.sh" leaves the archive's directory; refused`},
 		{name: "absolute path", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "/etc/x", body: "x"})}, pattern: "release/**", want: `the entry "/etc/x" leaves the archive's directory; refused`},
 		{name: "a link", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: "/etc/passwd", link: true})}, pattern: "release/**", want: `the entry "result.json" is not a regular file`},
+		{name: "an entry twice", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)}, entry{name: "result.json", body: result("Qwen3-0.6B", check)})}, pattern: "release/**", want: `the entry "result.json" is in the archive twice; refused`},
+		{name: "an entry twice, spelled apart", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)}, entry{name: "./result.json", body: result("Qwen3-8B", check)})}, pattern: "release/**", want: `the entry "result.json" is in the archive twice; refused`},
 		{name: "no result.json", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "serve.log", body: "x"})}, pattern: "release/**", want: "holds no result.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
@@ -224,7 +225,8 @@ func Write(dir string, r *Result) error {
 var replyName = regexp.MustCompile(`^reply_(\d+)\.json$`)
 
 // Read reads a finished run's directory: result.json, with the replies taken
-// from the reply_N.json files (the evidence) when there are any.
+// from the reply_N.json files (the evidence) when there are any. Each is read
+// with ReadBounded: a FIFO, a link or a file past MaxFile is an error.
 func Read(dir string) (*Result, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -236,7 +238,7 @@ func Read(dir string) (*Result, error) {
 	if _, err := os.Stat(filepath.Join(dir, ResultFile)); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s holds no %s, so it is not the out directory of a finished run; pass the directory named on a run's \"out:\" line", dir, ResultFile)
 	}
-	r, err := ReadFile(filepath.Join(dir, ResultFile))
+	r, err := readResult(filepath.Join(dir, ResultFile), syscall.O_NOFOLLOW)
 	if err != nil {
 		return nil, err
 	}
@@ -248,11 +250,16 @@ func Read(dir string) (*Result, error) {
 	return r, nil
 }
 
-// ReadFile reads one result.json.
+// ReadFile reads one result.json, the file a user named (a link is
+// followed): a regular file of at most MaxFile bytes.
 func ReadFile(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
+	return readResult(path, 0)
+}
+
+func readResult(path string, flags int) (*Result, error) {
+	b, err := readBounded(path, flags)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, unwrapPath(err))
+		return nil, err
 	}
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -294,7 +301,7 @@ func readReplies(dir string) ([]measure.Reply, error) {
 		if m == nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := ReadBounded(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
