@@ -1,0 +1,56 @@
+package evidence
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+)
+
+// serve.log comes from an artifact: a FIFO there is refused at once (its
+// open would block), and a long log's reading stops with the context.
+func TestJudgeUnsafeLog(t *testing.T) {
+	const claims = `{"schema": "npu-serve-smoke/v1", "verdict": "pass"}`
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		make func(*testing.T, string)
+		want string
+	}{
+		{name: "a FIFO", ctx: context.Background(), make: func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, want: "serve.log is not a regular file (p"},
+		{name: "a 4 GB log, cancelled", ctx: cancelled, make: func(t *testing.T, path string) {
+			os.WriteFile(path, nil, 0o644)
+			if err := os.Truncate(path, 4<<30); err != nil {
+				t.Fatal(err)
+			}
+		}, want: "serve.log: context canceled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, report.ResultFile), []byte(claims), 0o644)
+			tc.make(t, filepath.Join(dir, report.LogFile))
+			res, err := report.Read(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Judge(tc.ctx, dir, res, judge.Limits{Floor: 1, FirstTokenMS: 1000, RateSource: judge.RateClient}, judge.DefaultFastRoute, judge.DefaultSlowRoute, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Judge(%s) = %v, want %q", tc.name, err, tc.want)
+			}
+			if res.Pass() {
+				t.Errorf("Judge(%s) passed the run, want the route failed", tc.name)
+			}
+		})
+	}
+}

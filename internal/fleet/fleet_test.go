@@ -1,0 +1,79 @@
+package fleet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+)
+
+const base = "npu serve smoke"
+
+// run writes a finished run of job j's check into parent/ARTIFACT, on the
+// fast route when fast, and returns its directory.
+func run(t *testing.T, parent string, j Job, fast bool) string {
+	t.Helper()
+	dir := filepath.Join(parent, j.Artifact(base))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "result.json"), []byte(`{"schema": "npu-serve-smoke/v1", "verdict": "pass", "run": {"check_name": "`+j.CheckName(base)+`"}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "reply_1.json"), []byte(`{"n": 1, "first_ms": 250, "last_ms": 1520, "completion_tokens": 128, "content": "Paris"}`), 0o644)
+	log := "serving with the per-op forward\n"
+	if fast {
+		log = "ready on the private route dx\n"
+	}
+	os.WriteFile(filepath.Join(dir, "serve.log"), []byte(log), 0o644)
+	return dir
+}
+
+var limits = Limits{Judge: judge.Limits{Floor: 60, FirstTokenMS: 600, RateSource: judge.RateClient}, FastRoute: []string{"private route"}, SlowRoute: []string{"per-op forward"}, RoutesSet: true}
+
+// One artifact in two directories: the row fails naming both, in either
+// order, and Artifacts says so before a merge. One directory given twice is
+// one artifact.
+func TestMergeArtifactInTwoDirs(t *testing.T) {
+	j := Job{KeyModel: "Qwen3-4B", KeyDevice: "npu"}
+	tmp := t.TempDir()
+	failing := run(t, filepath.Join(tmp, "runs"), j, false)
+	passing := run(t, filepath.Join(tmp, "extra"), j, true)
+	for _, dirs := range [][]string{{failing, passing}, {passing, failing}} {
+		if _, err := Artifacts(dirs); err == nil || !strings.Contains(err.Error(), "is in 2 directories ("+dirs[0]+", "+dirs[1]+")") {
+			t.Errorf("Artifacts(%v) = %v, want both named", dirs, err)
+		}
+		m := Merge(context.Background(), base, []Job{j}, dirs, limits, nil)
+		if got := m.Rows[0]; got.State != Fail || len(got.Why) != 1 || !strings.Contains(got.Why[0], dirs[0]+", "+dirs[1]) {
+			t.Errorf("Merge(%v) row = %s %q, want fail naming both", dirs, got.State, got.Why)
+		}
+		if m.Pass() || len(m.Unexpected) != 0 {
+			t.Errorf("Merge(%v) pass %v, unexpected %v; want a fail, none unexpected", dirs, m.Pass(), m.Unexpected)
+		}
+	}
+	if _, err := Artifacts([]string{passing, passing + "/", filepath.Join(tmp, "extra", ".", j.Artifact(base))}); err != nil {
+		t.Errorf("Artifacts(one directory thrice) = %v, want it one artifact", err)
+	}
+	m := Merge(context.Background(), base, []Job{j}, []string{passing, passing + "/"}, limits, nil)
+	if diff := cmp.Diff([]string{Pass}, []string{m.Rows[0].State}); diff != "" {
+		t.Errorf("Merge(one passing directory twice) (-want +got):\n%s\n%q", diff, m.Rows[0].Why)
+	}
+}
+
+// A cancelled merge judges no more rows: they fail, saying why.
+func TestMergeCancelled(t *testing.T) {
+	j := Job{KeyModel: "Qwen3-4B", KeyDevice: "npu"}
+	dir := run(t, t.TempDir(), j, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	m := Merge(ctx, base, []Job{j}, []string{dir}, limits, nil)
+	if got := m.Rows[0]; got.State != Fail || len(got.Why) != 1 || !strings.Contains(got.Why[0], "not judged: the merge was cancelled (context canceled)") {
+		t.Errorf("Merge(cancelled) row = %s %q, want a fail saying the merge was cancelled", got.State, got.Why)
+	}
+	if m := Merge(context.Background(), base, []Job{j}, []string{dir}, limits, nil); m.Rows[0].State != Pass {
+		t.Errorf("Merge(not cancelled) row = %s %q, want pass", m.Rows[0].State, m.Rows[0].Why)
+	}
+}
