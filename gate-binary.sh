@@ -10,8 +10,11 @@
 #     and its SHA-256 checked against checksums.txt on every run. A binary
 #     whose SHA-256 differs is refused: nothing is cached or run.
 #  2. Else (no release of this source: `uses: ./`, a branch, a fork; or its
-#     download failed) a build from source when Go is on PATH, cached by a
-#     hash of the source and of `go version`.
+#     download failed) a build from source when Go is on PATH, every run,
+#     into a fresh directory of this job's RUNNER_TEMP; only Go's own build
+#     cache is kept warm between runs. No built binary is kept anywhere an
+#     earlier job could replace it: nothing says which binary a build made
+#     but the build itself.
 #  3. Else an error naming both ways out.
 #
 # Environment: ACTION_PATH, ACTION_REPOSITORY and ACTION_REF (from the
@@ -133,26 +136,16 @@ release() {
 	bin=$file
 }
 
-# build: the gate built from the action's source, cached by a hash of the
-# source and of `go version`.
+# build: the gate built from the action's source into a new directory of
+# this job's temp (mktemp -d: 0700, a name no earlier job could know), with
+# Go's build cache as the only thing kept between runs.
 build() {
-	local key dir tmp
+	local dir
 	cd "$ACTION_PATH"
-	key=$({
-		go version
-		find . -path ./.git -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -not -name '*_test.go' -print | LC_ALL=C sort | xargs sha256sum
-	} | sha256sum | cut -c1-16)
-	dir="${RUNNER_TOOL_CACHE:-$RUNNER_TEMP}/npu-serve-smoke/$key"
+	dir=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/npu-serve-smoke-build.XXXXXX")
 	bin="$dir/npu-serve-smoke"
-	if [ -x "$bin" ]; then
-		echo "npu-serve-smoke: cached build $key"
-	else
-		mkdir -p "$dir"
-		tmp=$(mktemp "$dir/.build.XXXXXX")
-		go build -trimpath -o "$tmp" ./cmd/action
-		mv -f "$tmp" "$bin"
-		echo "npu-serve-smoke: built $key"
-	fi
+	go build -trimpath -o "$bin" ./cmd/action
+	echo "npu-serve-smoke: built from source into $dir ($(go version | cut -d' ' -f3))"
 }
 
 main() {

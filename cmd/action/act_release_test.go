@@ -213,7 +213,7 @@ jobs:
 		}
 		for _, want := range []string{
 			"no release binary (this source is not release " + version + "'s", "building from the action's source at " + version,
-			"npu-serve-smoke: built ", "npu-serve-smoke: cached build ", "Success - Main echo \"the gate passed twice\"",
+			"npu-serve-smoke: built from source into ", "Success - Main echo \"the gate passed twice\"",
 		} {
 			if !strings.Contains(o, want) {
 				t.Errorf("act's output lacks %q:\n%s", want, tail(o, 60))
@@ -221,6 +221,9 @@ jobs:
 		}
 		if rel.total() != 0 {
 			t.Errorf("the release server had %d requests, want none", rel.total())
+		}
+		if n := strings.Count(o, "npu-serve-smoke: built from source into "); n != 2 {
+			t.Errorf("act's output says %d builds, want 2: each run builds (only Go's build cache is kept)", n)
 		}
 		if _, err := os.Stat(filepath.Join(cache, "9.9.9")); err == nil {
 			t.Errorf("a release directory is in the tool cache of a build from source")

@@ -132,3 +132,47 @@ func TestGateBinaryWgetShasum(t *testing.T) {
 		t.Errorf("a refused download left a .complete marker")
 	}
 }
+
+// The build-from-source path runs only what it built in this job: a binary
+// an earlier job planted in the tool cache (at the path an older version of
+// the action kept its build, or anywhere under it) is never chosen.
+func TestGateBinaryIgnoresPlantedBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a release build")
+	}
+	r := newReleased(t, t.TempDir())
+	cache := t.TempDir()
+	key := sourceKey(t, r.branch)
+	planted := "#!/bin/sh\necho PLANTED BINARY RAN\n"
+	for _, dir := range []string{filepath.Join(cache, "npu-serve-smoke", key), filepath.Join(cache, "npu-serve-smoke", "9.9.9", r.arch)} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "npu-serve-smoke"), []byte(planted), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		got, o, err := runGateBinary(t, r, r.branch, cache, "http://127.0.0.1:1", os.Environ())
+		if err != nil || !strings.HasPrefix(got, os.TempDir()) || strings.HasPrefix(got, cache) || !strings.Contains(o, "built from source into ") {
+			t.Fatalf("gate-binary.sh run %d = %q, %v, want a build of its own outside the tool cache:\n%s", i+1, got, err, o)
+		}
+		h, err := exec.Command(got, "help").CombinedOutput()
+		if err != nil || bytes.Contains(h, []byte("PLANTED")) || !bytes.Contains(h, []byte("npu-serve-smoke")) {
+			t.Errorf("run %d: %s help = %v:\n%s, want the gate's help", i+1, got, err, h)
+		}
+	}
+}
+
+// sourceKey is the key older versions of gate-binary.sh kept their build
+// under in the tool cache: any job could compute it.
+func sourceKey(t *testing.T, tree string) string {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", `{ go version; find . -path ./.git -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -not -name '*_test.go' -print | LC_ALL=C sort | xargs sha256sum; } | sha256sum | cut -c1-16`)
+	cmd.Dir = tree
+	o, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(o))
+}
