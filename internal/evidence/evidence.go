@@ -21,7 +21,8 @@ import (
 // size the report shows: they are the serve.log judged. An unreadable log is
 // judged as empty (the route then fails), shown with no tail, and said in the
 // error. serve.log is opened as report.Open opens a run's files (a FIFO or a
-// link there is unreadable), and its reading stops when ctx is done.
+// link there is unreadable), and its reading stops when ctx is done: the
+// verdict is then Cancelled, never one of a log read in part.
 func Judge(ctx context.Context, dir string, res *report.Result, l judge.Limits, fast, slow []string, b *judge.Baseline) error {
 	m, err := judge.NewRouteMatcher(fast, slow)
 	if err != nil {
@@ -35,6 +36,10 @@ func Judge(ctx context.Context, dir string, res *report.Result, l judge.Limits, 
 	// how much of the log this reading could not see.
 	res.Route.Dropped = res.Serve.LogDropped
 	res.Judged(judge.Judge(res.Input()))
+	if ctx.Err() != nil {
+		res.Verdict = report.Cancelled
+		return fmt.Errorf("judging was cancelled after %d bytes of %s (%v)", scan.Bytes, report.LogFile, context.Cause(ctx))
+	}
 	if err != nil {
 		return fmt.Errorf("%v; the route is judged on an empty log", err)
 	}

@@ -203,6 +203,8 @@ func Merge(ctx context.Context, base string, jobs []Job, dirs []string, l Limits
 		res, note, err := Rejudge(ctx, dir, jl, fast, slow, row.Baseline)
 		row.Result = res
 		switch {
+		case ctx.Err() != nil:
+			row.State, row.Why = Fail, []string{fmt.Sprintf("not judged: the merge was cancelled (%v)", context.Cause(ctx))}
 		case row.BadInput != "":
 			row.State, row.Why = Fail, []string{row.BadInput}
 		case err != nil:

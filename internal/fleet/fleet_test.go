@@ -77,3 +77,29 @@ func TestMergeCancelled(t *testing.T) {
 		t.Errorf("Merge(not cancelled) row = %s %q, want pass", m.Rows[0].State, m.Rows[0].Why)
 	}
 }
+
+// cancelledAfter is a context whose Err is nil for its first n calls, then
+// context.Canceled: a cancel that lands while a row is being judged.
+type cancelledAfter struct {
+	context.Context
+	n int
+}
+
+func (c *cancelledAfter) Err() error {
+	if c.n > 0 {
+		c.n--
+		return nil
+	}
+	return context.Canceled
+}
+
+// A merge cancelled while a row's serve.log is read fails that row: a
+// verdict of a log read in part is never a pass.
+func TestMergeCancelledWhileJudging(t *testing.T) {
+	j := Job{KeyModel: "Qwen3-4B", KeyDevice: "npu"}
+	dir := run(t, t.TempDir(), j, true)
+	m := Merge(&cancelledAfter{Context: context.Background(), n: 1}, base, []Job{j}, []string{dir}, limits, nil)
+	if got := m.Rows[0]; got.State != Fail || len(got.Why) != 1 || !strings.Contains(got.Why[0], "not judged: the merge was cancelled") {
+		t.Errorf("Merge(cancelled while judging) row = %s %q, want a fail saying the merge was cancelled", got.State, got.Why)
+	}
+}
