@@ -48,6 +48,7 @@ func TestScripts(t *testing.T) {
 			"consolesafe":   consoleSafe,
 			"setenvfile":    setEnvFile,
 			"waitfor":       scripttest.WaitFor,
+			"killgroup":     scripttest.KillGroup,
 			"noproc":        scripttest.NoProc,
 			"stranger":      stranger,
 			"killproc":      scripttest.KillProc,

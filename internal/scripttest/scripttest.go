@@ -125,6 +125,33 @@ func KillProc(ts *testscript.TestScript, neg bool, args []string) {
 	NoProc(ts, false, args)
 }
 
+// KillGroup is "killgroup TEXT": SIGKILL to the whole process group of the
+// script's own child whose command line holds TEXT (one started with
+// setsid, so its group is not the test's), as a terminal or a CI runner
+// killing a job does.
+func KillGroup(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: killgroup TEXT")
+	}
+	self := os.Getpid()
+	mine := syscall.Getpgrp()
+	n := 0
+	for _, p := range serve.List() {
+		if p.PPID != self || p.State == 'Z' || !strings.Contains(p.Command, args[0]) {
+			continue
+		}
+		if p.PGID == mine {
+			ts.Fatalf("killgroup: pid %d is in the test's own process group; start it with setsid", p.PID)
+		}
+		ts.Logf("killgroup: SIGKILL to process group %d (pid %d)", p.PGID, p.PID)
+		syscall.Kill(-p.PGID, syscall.SIGKILL)
+		n++
+	}
+	if n == 0 {
+		ts.Fatalf("killgroup: no child of the test holds %q", args[0])
+	}
+}
+
 // Signal is "signal SIG TEXT": it sends SIG (INT, TERM, KILL, ...) to every
 // process whose command line holds TEXT; testscript's own kill knows only
 // INT and KILL.

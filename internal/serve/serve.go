@@ -59,8 +59,9 @@ const StopBound = 10 * time.Second
 
 // Process is a started serve, seen through its supervisor.
 type Process struct {
-	pid     int // the serve's, and its process group's
-	super   int // the supervisor's
+	pid     int    // the serve's, and its process group's
+	super   int    // the supervisor's
+	since   uint64 // the supervisor's start time (clock ticks after boot)
 	started time.Time
 	contain supervise.Event // the started event: how the serve is held
 
@@ -108,8 +109,10 @@ func Start(o Options) (*Process, error) {
 			return
 		}
 		p.super = cmd.Process.Pid
+		supervisors.add(p.super)
 		spawned <- nil
 		cmd.Wait()
+		supervisors.remove(p.super)
 		p.gonehow = describe(cmd.ProcessState)
 		close(p.gone)
 	}()
@@ -137,6 +140,9 @@ func Start(o Options) (*Process, error) {
 		return nil, errors.New(ev.Error)
 	}
 	p.pid, p.contain = ev.PID, ev
+	if pr, ok := Stat(p.super); ok {
+		p.since = pr.Start
+	}
 	p.started = time.Unix(0, ev.StartedNS)
 	return p, nil
 }
@@ -165,8 +171,13 @@ func supervisorCommand(o Options) *exec.Cmd {
 	}
 	cmd.Env = o.Env
 	// TERM is the supervisor's cue to stop the serve; the gate's death sends
-	// it, as does the control pipe's end of file.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// it, as does the control pipe's end of file. The supervisor is in a
+	// process group of its own, so a SIGKILL to the gate's group (a
+	// terminal's or a CI runner's kill of the job) does not reach it: it
+	// sees the gate die and stops the serve's tree. It keeps the gate's
+	// session, so it can still make the serve the terminal's foreground
+	// group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
 	return cmd
 }
 
@@ -324,8 +335,9 @@ func (p *Process) stop(grace, within time.Duration) Stopped {
 			st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
 		default:
 			// The supervisor died before it could report: kill what it
-			// left.
-			st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup))
+			// left, and what came back to the gate, the subreaper, when
+			// it died.
+			st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup, p.since))
 		}
 	case <-bound.C:
 	}
@@ -376,6 +388,9 @@ func (p *Process) survivors(tree []Proc) []Proc {
 			add(pr)
 		}
 	}
+	for _, pr := range orphans(p.since) {
+		add(pr)
+	}
 	return out
 }
 
@@ -384,7 +399,7 @@ func (p *Process) survivors(tree []Proc) []Proc {
 // them is left or two seconds have passed. Orphans come back to the gate, a
 // subreaper (BecomeSubreaper): it reaps them. It returns the processes it
 // killed.
-func sweep(pgid int, tree []Proc, cgroup string) map[int]bool {
+func sweep(pgid int, tree []Proc, cgroup string, since uint64) map[int]bool {
 	self := os.Getpid()
 	killed := map[int]bool{}
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -392,9 +407,13 @@ func sweep(pgid int, tree []Proc, cgroup string) map[int]bool {
 		for _, pid := range cgroupPIDs(cgroup) {
 			inCgroup[pid] = true
 		}
+		orphaned := map[int]bool{}
+		for _, pr := range orphans(since) {
+			orphaned[pr.PID] = true
+		}
 		var alive []Proc
 		for _, pr := range List() {
-			theirs := pr.PGID == pgid || pr.SID == pgid || inCgroup[pr.PID] || inTree(tree, pr)
+			theirs := pr.PGID == pgid || pr.SID == pgid || inCgroup[pr.PID] || orphaned[pr.PID] || inTree(tree, pr)
 			switch {
 			case pr.PID == self || !theirs:
 			case pr.State == 'Z':
@@ -445,4 +464,60 @@ func inTree(tree []Proc, pr Proc) bool {
 // init, so Stop can find and reap it.
 func BecomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// supervisors is the set of this process's live supervisors: the only
+// children the gate starts. Any other process below the gate came back to
+// it, the subreaper, from a supervisor that died.
+var supervisors = pidSet{m: map[int]bool{}}
+
+type pidSet struct {
+	mu sync.Mutex
+	m  map[int]bool
+}
+
+func (s *pidSet) add(pid int) {
+	s.mu.Lock()
+	s.m[pid] = true
+	s.mu.Unlock()
+}
+
+func (s *pidSet) remove(pid int) {
+	s.mu.Lock()
+	delete(s.m, pid)
+	s.mu.Unlock()
+}
+
+func (s *pidSet) has(pid int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[pid]
+}
+
+// orphans is every live process below this one, but for its live
+// supervisors and their trees, that started no earlier than since (the
+// dead supervisor's start): what a supervisor that died left, re-parented to
+// the gate because it is a child subreaper (BecomeSubreaper).
+func orphans(since uint64) []Proc {
+	if since == 0 {
+		return nil
+	}
+	self := os.Getpid()
+	children := map[int][]Proc{}
+	for _, pr := range List() {
+		children[pr.PPID] = append(children[pr.PPID], pr)
+	}
+	var out []Proc
+	for queue := children[self]; len(queue) > 0; {
+		pr := queue[0]
+		queue = queue[1:]
+		if pr.PPID == self && supervisors.has(pr.PID) {
+			continue // a live supervisor holds its own tree
+		}
+		queue = append(queue, children[pr.PID]...)
+		if pr.State != 'Z' && pr.Start >= since {
+			out = append(out, pr)
+		}
+	}
+	return out
 }
