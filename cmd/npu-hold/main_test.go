@@ -23,11 +23,12 @@ func TestScripts(t *testing.T) {
 		Setup:               scripttest.Setup,
 		Condition:           scripttest.Condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":    scripttest.Exits,
-			"waitfor":  scripttest.WaitFor,
-			"noproc":   scripttest.NoProc,
-			"killproc": scripttest.KillProc,
-			"signal":   scripttest.Signal,
+			"exits":     scripttest.Exits,
+			"waitfor":   scripttest.WaitFor,
+			"killgroup": scripttest.KillGroup,
+			"noproc":    scripttest.NoProc,
+			"killproc":  scripttest.KillProc,
+			"signal":    scripttest.Signal,
 		},
 	})
 }
