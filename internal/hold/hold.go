@@ -28,6 +28,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 )
 
@@ -121,6 +123,11 @@ func (f Facts) String() string {
 		}
 	}
 	s := fmt.Sprintf("%s (pid %d", user, pid)
+	if pid > 0 && unix.Kill(pid, 0) == unix.ESRCH {
+		// The holder died; what keeps its ticket is a process that
+		// inherited the descriptor (status lists the pids that have it open).
+		s += ", exited"
+	}
 	if f.Command != "" {
 		s += ", " + quote(clip(f.Command, maxShown))
 	}

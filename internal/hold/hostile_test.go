@@ -379,3 +379,22 @@ func TestTicketNumbersPassOverDeadFiles(t *testing.T) {
 	}
 	tk.Release()
 }
+
+// TestFactsNameAnExitedHolder: a holder that died while something it started
+// keeps its ticket open is not shown as if it still ran.
+func TestFactsNameAnExitedHolder(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := cmd.Process.Pid
+	for _, tc := range []struct {
+		pid  int
+		want bool
+	}{{dead, true}, {os.Getpid(), false}} {
+		got := Facts{User: "u", PID: tc.pid}.String()
+		if strings.Contains(got, ", exited") != tc.want {
+			t.Errorf("Facts{PID: %d}.String() = %q, want \"exited\" %v", tc.pid, got, tc.want)
+		}
+	}
+}
