@@ -68,7 +68,7 @@ var (
 // layers.requested=-1 layers.model=3 layers.offload=0". layers.model counts
 // the output layer, as layers.offload does when all fit.
 var (
-	ollamaOffload = judge.CountPrefix + `msg=offload library=\S+ layers\.requested=\S+ layers\.model=(\d+) layers\.offload=(\d+)`
+	ollamaOffload = judge.CountPrefix + `msg=offload library=\S+ layers\.requested=\S+ layers\.model=(?P<total>\d+) layers\.offload=(\d+)`
 	ollamaCPU     = `msg=offload library=cpu `
 )
 

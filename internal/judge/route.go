@@ -107,6 +107,9 @@ type rule struct {
 	re         *regexp.Regexp
 	src        string // as written, prefix included
 	begin, end bool   // anchored at the start or end of the line or text
+	// totalFirst: a count rule's first group is the total (it is named
+	// "total"); otherwise the second is.
+	totalFirst bool
 	// must is a literal every match holds: a line without it is passed
 	// over without running the regexp, which most lines of a log are.
 	must []byte
@@ -188,10 +191,42 @@ func compile(name string, fast bool, p string) (rule, error) {
 	if r.kind == unlessFast && fast {
 		return r, fmt.Errorf("%s %s: an unless-fast rule names the slow route when no line names the fast one; pass it as --slow-route", name, strconv.Quote(p))
 	}
+	if r.kind == count {
+		re, r.totalFirst = anyDigits(re), re.SubexpNames()[1] == "total"
+	}
 	r.re = re
 	r.begin, r.end = anchors(expr)
 	r.must = mustHold(expr)
 	return r, nil
+}
+
+// anyDigits is a count rule whose groups match numbers in any script
+// (\pN+: ٤, ４, ...) as well: a count whose numbers are not ASCII digits
+// still matches it, and is then read as a count that does not read, not
+// passed over for a bare route name on the same line. A group holding
+// another group is left as written.
+func anyDigits(re *regexp.Regexp) *regexp.Regexp {
+	t, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return re
+	}
+	num, _ := syntax.Parse(`[\pN]+`, syntax.Perl)
+	var walk func(*syntax.Regexp)
+	walk = func(t *syntax.Regexp) {
+		if t.Op == syntax.OpCapture && t.Sub[0].MaxCap() == 0 {
+			t.Sub[0] = num
+			return
+		}
+		for _, s := range t.Sub {
+			walk(s)
+		}
+	}
+	walk(t)
+	loose, err := regexp.Compile(t.String())
+	if err != nil || loose.NumSubexp() != 2 {
+		return re
+	}
+	return loose
 }
 
 // mustHold is the longest literal that every match of expr holds: a
@@ -315,24 +350,17 @@ func (m *RouteMatcher) feed(r *rule, fast bool, line int, text []byte, start, en
 	if !bytes.Contains(text, r.must) || !r.re.Match(text) {
 		return
 	}
+	if r.kind == count {
+		// Every count on the line: one short count among full ones is
+		// the slow route.
+		for _, loc := range r.re.FindAllSubmatchIndex(text, -1) {
+			m.counted(r, line, text, loc)
+		}
+		return
+	}
 	loc := r.re.FindSubmatchIndex(text)
 	found := &Match{Line: line, Text: excerpt(text, loc[0], loc[1]), Pattern: r.src}
 	switch r.kind {
-	case count:
-		n, errN := strconv.Atoi(string(text[loc[2]:loc[3]]))
-		total, errM := strconv.Atoi(string(text[loc[4]:loc[5]]))
-		if errN != nil || errM != nil {
-			return
-		}
-		// The two numbers in either order ("layers.model=29
-		// layers.offload=20"): the smaller of the larger.
-		found.Why = fmt.Sprintf("%d of %d", min(n, total), max(n, total))
-		if n == total {
-			m.setFast(found)
-			return
-		}
-		found.Why += ", not all"
-		m.setSlow(found)
 	case unlessFast:
 		found.Why = "and no line of the log names the fast route"
 		if m.weak == nil {
@@ -345,6 +373,38 @@ func (m *RouteMatcher) feed(r *rule, fast bool, line int, text []byte, start, en
 		}
 		m.setSlow(found)
 	}
+}
+
+// counted reads one match of a count rule: the numbers as the serve printed
+// them, the counted one first. All counted is the fast route; fewer, more
+// than the total, nothing at all (0 of 0), or numbers that do not read
+// (beyond 64 bits, digits of another script) are the slow route.
+func (m *RouteMatcher) counted(r *rule, line int, text []byte, loc []int) {
+	found := &Match{Line: line, Text: excerpt(text, loc[0], loc[1]), Pattern: r.src}
+	a, b := string(text[loc[2]:loc[3]]), string(text[loc[4]:loc[5]])
+	if r.totalFirst {
+		a, b = b, a
+	}
+	n, errN := strconv.ParseUint(a, 10, 64)
+	total, errM := strconv.ParseUint(b, 10, 64)
+	if errN != nil || errM != nil {
+		found.Why = fmt.Sprintf("%s of %s: a count that does not read as two numbers", strconv.Quote(a), strconv.Quote(b))
+		m.setSlow(found)
+		return
+	}
+	found.Why = fmt.Sprintf("%d of %d", n, total)
+	if n == total && total > 0 {
+		m.setFast(found)
+		return
+	}
+	if total == 0 {
+		found.Why += ", nothing counted"
+	} else if n > total {
+		found.Why += ", more than all"
+	} else {
+		found.Why += ", not all"
+	}
+	m.setSlow(found)
 }
 
 // setFast and setSlow keep the first line that names each route.
