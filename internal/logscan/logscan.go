@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
@@ -52,6 +53,8 @@ const (
 //   - a carriage return ends a segment (a progress bar's step), and so does
 //     a line feed; lines are numbered by line feeds, as an editor numbers
 //     them;
+//   - invisible format characters (Unicode Cf: U+200B, U+00AD, ...) are
+//     dropped;
 //   - a segment longer than judge.MaxLine is matched in windows of MaxLine
 //     bytes, each starting judge.Overlap bytes before the last one ended.
 //
@@ -69,7 +72,8 @@ type Scanner struct {
 	rawLine []byte // the line being written, up to TailLineMax bytes
 	rawOpen bool   // a line has begun and not ended
 	bytes   int64
-	pending bool // a segment has begun (text or not) and is not yet ended
+	pending bool   // a segment has begun (text or not) and is not yet ended
+	part    []byte // a character cut at the end of a write
 }
 
 // ring keeps the last TailLines lines, each cut to TailLineMax bytes, in
@@ -154,6 +158,7 @@ func (s *Scanner) rawLines(p []byte) {
 
 // control reads one byte outside a run of text.
 func (s *Scanner) control(b byte) {
+	s.flushPart()
 	switch s.state {
 	case ground, afterCR:
 		was := s.state
@@ -240,9 +245,49 @@ func (s *Scanner) abort(b byte) {
 	}
 }
 
-// text appends shown text to the segment, matching each full window.
+// text appends shown text to the segment, without the invisible format
+// characters (Unicode Cf: zero-width space, soft hyphen, bidi controls,
+// ...), which a terminal shows as nothing. A character cut between two
+// writes is held until the next.
 func (s *Scanner) text(p []byte) {
 	s.pending = true
+	if len(s.part) > 0 {
+		p = append(s.part[:len(s.part):len(s.part)], p...)
+		s.part = s.part[:0]
+	}
+	j := 0
+	for j < len(p) {
+		if p[j] < utf8.RuneSelf {
+			j++
+			continue
+		}
+		if !utf8.FullRune(p[j:]) {
+			s.part = append(s.part, p[j:]...)
+			p = p[:j]
+			break
+		}
+		r, n := utf8.DecodeRune(p[j:])
+		if unicode.Is(unicode.Cf, r) {
+			s.shownText(p[:j])
+			p, j = p[j+n:], 0
+			continue
+		}
+		j += n
+	}
+	s.shownText(p)
+}
+
+// flushPart ends a character left cut by a control or the end of the log:
+// it is shown as it is.
+func (s *Scanner) flushPart() {
+	if len(s.part) > 0 {
+		s.shownText(s.part)
+		s.part = s.part[:0]
+	}
+}
+
+// shownText appends text to the segment, matching each full window.
+func (s *Scanner) shownText(p []byte) {
 	for len(p) > 0 {
 		room := judge.MaxLine - len(s.seg)
 		if room == 0 {
@@ -289,6 +334,7 @@ func (s *Scanner) endSegment() {
 // Result ends the log (a last line without a line break counts) and says
 // what it held.
 func (s *Scanner) Result() Result {
+	s.flushPart()
 	if s.pending || len(s.seg) > 0 {
 		s.endSegment()
 	}

@@ -58,6 +58,10 @@ func TestTerminal(t *testing.T) {
 		{"backspace removes a character", "abx\bc\n", []string{"abc"}},
 		{"backspace after a wide character", "aé\bb\n", []string{"ab"}},
 		{"UTF-8 and bytes over 0x7f after ESC", "\x1bé!\n", []string{"é!"}},
+		{"zero-width space and soft hyphen are not shown", "per-op\u200b forward\nper-\u00adop\n", []string{"per-op forward", "per-op"}},
+		{"word joiner, BOM, bidi controls are not shown", "\ufeffa\u2060b\u202ec\u2066d\n", []string{"abcd"}},
+		{"other characters stay", "é€😀\u0664\n", []string{"é€😀\u0664"}},
+		{"a cut character before a line break is shown as it is", "a\xe2\x80\nb\n", []string{"a\xe2\x80", "b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
