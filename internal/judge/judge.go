@@ -167,6 +167,10 @@ func neither(ev Evidence) string {
 	if ev.Lines == 0 {
 		return d + "; the log is empty"
 	}
+	if len(ev.Devices) == 0 && ev.Lines > DeviceLines {
+		return d + fmt.Sprintf("; none of its first %d lines (of %d) mentions a device (CPU, GPU, NPU, device, backend, ...); later lines were not looked at",
+			DeviceLines, ev.Lines)
+	}
 	if len(ev.Devices) == 0 {
 		return d + fmt.Sprintf("; none of its %d lines mentions a device (CPU, GPU, NPU, device, backend, ...)", ev.Lines)
 	}

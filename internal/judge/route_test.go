@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -164,6 +165,19 @@ func TestNeitherSays(t *testing.T) {
 	_, a = routeOf(t, []string{`fast`}, []string{`slow`}, "loading\nlistening")
 	if want := "; none of its 2 lines mentions a device (CPU, GPU, NPU, device, backend, ...)"; !strings.HasSuffix(a.Detail, want) {
 		t.Errorf("neither detail = %q, want it to end %q", a.Detail, want)
+	}
+	// Device lines are looked for in the first DeviceLines lines: past
+	// them, the detail says so.
+	for _, tt := range []struct {
+		lines int
+		want  string
+	}{
+		{DeviceLines, fmt.Sprintf("; none of its %d lines mentions a device (CPU, GPU, NPU, device, backend, ...)", DeviceLines)},
+		{DeviceLines + 1, fmt.Sprintf("; none of its first %d lines (of %d) mentions a device (CPU, GPU, NPU, device, backend, ...); later lines were not looked at", DeviceLines, DeviceLines+1)},
+	} {
+		if a := judgeRoute(Evidence{Lines: tt.lines}); !strings.HasSuffix(a.Detail, tt.want) {
+			t.Errorf("judgeRoute(%d lines, no device) = %q, want it to end %q", tt.lines, a.Detail, tt.want)
+		}
 	}
 	// A long device line is quoted around the word.
 	ev, _ = routeOf(t, []string{`fast`}, []string{`slow`}, strings.Repeat("z", 500)+" NPU")
