@@ -72,6 +72,25 @@ var (
 	ollamaCPU     = `msg=offload library=cpu `
 )
 
+// OVMS logs the device it was given at DEBUG, among its CLI settings
+// (src/server.cpp logConfig: SPDLOG_DEBUG("target_device: {}", ...)), when
+// it serves from --model_path or --source_model; its log pattern ends each
+// prefix with "] " (src/logging.cpp). At INFO no line names a device that
+// was given: "Initializing Language Model Legacy servable" is printed for
+// the NPU and for any device with --pipeline_type LM
+// (src/llm/servable_initializer.cpp).
+var (
+	ovmsNPU  = `\] target_device: NPU$`
+	ovmsSlow = []string{
+		`\] target_device: (?:CPU|GPU|AUTO|HETERO|MULTI|BATCH)`,
+		`No device specified, using recommended device: CPU`,
+		`Initializing Language Model Continuous Batching servable`,
+	}
+	ovmsHint = &Hint{
+		Text: "OVMS names the device it was given only at DEBUG (\"target_device: NPU\"), and only when it serves from --model_path or --source_model, not --config_path: add --log_level DEBUG to --serve",
+	}
+)
+
 // vLLM: CUDA graphs captured is the fast route; eager mode (the per-op
 // forward's analogue) and CPU attention backends are the slow route
 // (vllm/v1/worker/gpu_model_runner.py, vllm/config/vllm.py,
@@ -105,11 +124,11 @@ var Presets = map[string]Preset{
 	"vllm-ascend": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
 		FastRoute: vllmAscendFast, SlowRoute: vllmAscendSlow},
 	// OpenVINO Model Server: KServe health, OpenAI API under /v3. With no
-	// target device it picks one, never the NPU; the NPU runs the stateful
-	// (legacy) LLM servable, other devices continuous batching.
+	// target device it picks one, never the NPU. Its Legacy servable runs
+	// on whatever device it is told (--pipeline_type LM), so that line is
+	// no evidence; the device is named only in its CLI settings, at DEBUG.
 	"ovms": {Health: "/v2/health/ready", ChatPath: "/v3/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: []string{`Initializing Language Model Legacy servable`},
-		SlowRoute: []string{`No device specified, using recommended device: CPU`, `Initializing Language Model Continuous Batching servable`}},
+		FastRoute: []string{ovmsNPU}, SlowRoute: ovmsSlow, Hint: ovmsHint},
 	// FastFlowLM runs on the NPU only; it has no health path, /v1/models
 	// answers once it is up. "NPU Locked!" is printed when a request gets
 	// the NPU (src/server/server.cpp); flm validate prints "No NPU device

@@ -40,7 +40,10 @@ func TestPresetRoutes(t *testing.T) {
 		{"vllm-ascend", "eager", "INFO [__init__.py:216] Platform plugin ascend is activated\nINFO [platform.py:969] Compilation disabled, using eager mode by default", "slow"},
 		{"vllm-ascend", "graph mode refused", "INFO [platform.py:985] FULL cudagraph_mode is not support on NPU. falling back to NONE", "slow"},
 		// OpenVINO Model Server.
-		{"ovms", "NPU", "[modelmanager][info] Available devices for Open VINO: CPU, GPU, NPU\n[modelmanager][info] Initializing Language Model Legacy servable", "fast"},
+		{"ovms", "NPU", "[serving][debug][server.cpp:139] target_device: NPU\n[modelmanager][info] Available devices for Open VINO: CPU, GPU, NPU\n[modelmanager][info] Initializing Language Model Legacy servable", "fast"},
+		{"ovms", "the Legacy servable alone names no device", "[modelmanager][info] Available devices for Open VINO: CPU, GPU, NPU\n[modelmanager][info] Initializing Language Model Legacy servable", "neither"},
+		{"ovms", "the Legacy servable on the CPU", "[serving][debug][server.cpp:139] target_device: CPU\n[modelmanager][info] Initializing Language Model Legacy servable", "slow"},
+		{"ovms", "HETERO", "[serving][debug][server.cpp:139] target_device: HETERO:NPU,CPU", "slow"},
 		{"ovms", "no device given", "[serving][info] No device specified, using recommended device: CPU\n[modelmanager][info] Initializing Language Model Continuous Batching servable", "slow"},
 		// FastFlowLM: its validate line is red.
 		{"flm", "a request on the NPU", "[FLM]  Loading model: qwen3:0.6b\n[🟢 ]  NPU Locked!", "fast"},

@@ -123,13 +123,15 @@ var personas = map[string]persona{
 	// continuous_batching/servable_initializer.cpp.
 	PersonaOVMS: {health: "/v2/health/ready", chatPaths: []string{"/v3/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs",
 		fast: []string{
+			"[2026-11-30 02:10:00.000][1][serving][debug][server.cpp:139] target_device: NPU",
 			"[2026-11-30 02:10:00.000][1][modelmanager][info][modelmanager.cpp:169] Available devices for Open VINO: CPU, GPU, NPU",
-			"[2026-11-30 02:10:01.000][1][modelmanager][info][servable_initializer.cpp:557] Initializing Language Model Legacy servable",
+			"[2026-11-30 02:10:01.000][1][modelmanager][info][servable_initializer.cpp:577] Initializing Language Model Legacy servable",
 		},
 		slow: []string{
+			"[2026-11-30 02:10:00.000][1][serving][debug][server.cpp:139] target_device: ",
 			"[2026-11-30 02:10:00.000][1][modelmanager][info][modelmanager.cpp:169] Available devices for Open VINO: CPU, NPU",
 			"[2026-11-30 02:10:00.500][1][serving][info][servable_initializer.cpp:195] No device specified, using recommended device: CPU",
-			"[2026-11-30 02:10:01.000][1][modelmanager][info][servable_initializer.cpp:497] Initializing Language Model Continuous Batching servable",
+			"[2026-11-30 02:10:01.000][1][modelmanager][info][servable_initializer.cpp:557] Initializing Language Model Continuous Batching servable",
 		}},
 	// FastFlowLM: src/server/server.cpp ("NPU Locked!" when a request gets
 	// the NPU), src/src/main.cpp (flm validate's "No NPU device found.", in
