@@ -44,15 +44,29 @@ const (
 // and N is the number asked for, so the model buffer lines say where the
 // weights went: a device buffer (its name from the backend's source, the
 // device's index after it) is the fast route; CPU buffers alone are the
-// slow route (a full offload still keeps CPU_Mapped token embeddings).
-// CUDA_Host, Vulkan_Host, CANN_Host... are pinned host memory, not device.
+// slow route. CUDA_Host, Vulkan_Host, CANN_Host... are pinned host memory,
+// not device.
+//
+// A full offload still keeps the token embeddings in a host buffer
+// (CPU_Mapped, or CPU without mmap: llama.cpp reads them on the CPU), which
+// is always smaller than what goes to the device (every layer, and the
+// output matrix, a copy of the embeddings when they are tied). More in host
+// buffers than on the device is weights run on the CPU: MoE experts kept
+// there (--cpu-moe, --n-cpu-moe, -ot exps=CPU, which leave "offloaded
+// 49/49" as it is), the slow route whatever the count says. Each model load
+// starts with llama_model_loader's "loaded meta data" line (src/
+// llama-model-loader.cpp); the buffers are weighed per load, and a load
+// with CPU buffers alone is the slow route even after one on the device.
 var (
 	llamaOffload     = judge.CountPrefix + `load_tensors: offloaded (\d+)/(\d+) layers to GPU`
-	llamaDeviceModel = `load_tensors: +(?:(?:CUDA|ROCm|MUSA|Vulkan|SYCL|CANN|MTL|HTP|OPENVINO)\d+|Metal|OpenCL|WebGPU|zDNN|RPC\[[^\]]*\]) model buffer size`
-	llamaCPUModel    = judge.UnlessFastPrefix + `load_tensors: +(?:CPU(?:_Mapped|_REPACK|_AARCH64)?|\w+_Host|AMX) model buffer size`
+	llamaDeviceModel = `load_tensors: +(?:(?:CUDA|ROCm|MUSA|Vulkan|SYCL|CANN|MTL|HTP|OPENVINO)\d+|Metal|OpenCL|WebGPU|zDNN|RPC\[[^\]]*\]) model buffer size = +(\d+(?:\.\d+)?) MiB`
+	llamaHostBuffer  = `load_tensors: +(?:CPU(?:_Mapped|_REPACK|_AARCH64)?|\w+_Host|AMX) model buffer size`
+	llamaCPUModel    = judge.UnlessFastPrefix + llamaHostBuffer
+	llamaCPUHeavier  = judge.HeavierPrefix + llamaHostBuffer + ` = +(\d+(?:\.\d+)?) MiB`
+	llamaLoad        = judge.LoadPrefix + `llama_model_loader: loaded meta data with`
 
 	llamaFast = []string{llamaOffload, llamaDeviceModel}
-	llamaSlow = []string{llamaCPUModel}
+	llamaSlow = []string{llamaCPUModel, llamaCPUHeavier, llamaLoad}
 
 	// llama-server prints no model-loading line at its default verbosity
 	// (3, info); -lv 4 (--verbosity, --log-verbosity) shows them

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
@@ -34,9 +35,22 @@ const (
 	// ("offloaded 20/29": 20 of 29).
 	CountPrefix = "count: "
 	// UnlessFastPrefix (in --slow-route): the line names the slow route only
-	// when no line of the log names the fast route ("CPU_Mapped model buffer"
+	// when no line of its model load names the fast route ("CPU_Mapped model buffer"
 	// is the slow route only when no device model buffer is there too).
 	UnlessFastPrefix = "unless-fast: "
+	// HeavierPrefix (in --slow-route): the pattern has one group capturing
+	// a size. The lines it matches name the slow route when their sizes,
+	// added up over a model load, are more than the sizes the --fast-route
+	// patterns with one group capture over it: more of the model in host
+	// buffers than on the device ("CPU_Mapped model buffer size = 16000.00
+	// MiB" beside "CUDA0 model buffer size = 2000.00 MiB": MoE experts left
+	// on the CPU).
+	HeavierPrefix = "heavier: "
+	// LoadPrefix (in either list): a line it matches starts a model load.
+	// unless-fast and heavier rules are decided per load, so a second
+	// model loaded on the CPU alone is the slow route even when the first
+	// was on the device. With no load rule, the log is one load.
+	LoadPrefix = "load: "
 )
 
 // Match is a log line that matched a route rule.
@@ -44,7 +58,7 @@ type Match struct {
 	Line    int    `json:"line"` // 1-based, counted by line feeds as in the file
 	Text    string `json:"text"` // the line, or a part of it around the match when it is long
 	Pattern string `json:"pattern"`
-	Why     string `json:"why,omitempty"` // what a rule read: "20 of 29", "no line names the fast route"
+	Why     string `json:"why,omitempty"` // what a rule read: "20 of 29", "and no line of this model load names the fast route"
 }
 
 // Evidence is what the serve log says about the route.
@@ -100,6 +114,8 @@ const (
 	plain ruleKind = iota
 	count
 	unlessFast
+	heavier
+	load
 )
 
 type rule struct {
@@ -120,8 +136,8 @@ type rule struct {
 type RouteMatcher struct {
 	fast, slow []rule
 	ev         Evidence
-	weak       *Match // first unless-fast match
-	lower      []byte // a line in lower case, reused
+	cur        modelLoad // the model load being read
+	lower      []byte    // a line in lower case, reused
 	lastLong   int
 }
 
@@ -172,6 +188,12 @@ func compile(name string, fast bool, p string) (rule, error) {
 	if rest, ok := strings.CutPrefix(p, UnlessFastPrefix); ok {
 		r.kind, expr = unlessFast, rest
 	}
+	if rest, ok := strings.CutPrefix(p, HeavierPrefix); ok {
+		r.kind, expr = heavier, rest
+	}
+	if rest, ok := strings.CutPrefix(p, LoadPrefix); ok {
+		r.kind, expr = load, rest
+	}
 	if p == "" {
 		return r, fmt.Errorf("--%s: an empty pattern matches every line; pass a pattern the serve prints on that route", name)
 	}
@@ -190,6 +212,12 @@ func compile(name string, fast bool, p string) (rule, error) {
 	}
 	if r.kind == unlessFast && fast {
 		return r, fmt.Errorf("%s %s: an unless-fast rule names the slow route when no line names the fast one; pass it as --slow-route", name, strconv.Quote(p))
+	}
+	if r.kind == heavier && fast {
+		return r, fmt.Errorf("%s %s: a heavier rule names the slow route when its sizes outweigh the device's; pass it as --slow-route", name, strconv.Quote(p))
+	}
+	if r.kind == heavier && re.NumSubexp() != 1 {
+		return r, fmt.Errorf("%s %s: a heavier rule needs one group capturing a size, e.g. 'heavier: CPU model buffer size = +([0-9.]+) MiB'; it has %d", name, strconv.Quote(p), re.NumSubexp())
 	}
 	if r.kind == count {
 		re, r.totalFirst = anyDigits(re), re.SubexpNames()[1] == "total"
@@ -361,19 +389,70 @@ func (m *RouteMatcher) feed(r *rule, fast bool, line int, text []byte, start, en
 	loc := r.re.FindSubmatchIndex(text)
 	found := &Match{Line: line, Text: excerpt(text, loc[0], loc[1]), Pattern: r.src}
 	switch r.kind {
+	case load:
+		m.cur.decide(&m.ev)
+		m.cur = modelLoad{}
 	case unlessFast:
-		found.Why = "and no line of the log names the fast route"
-		if m.weak == nil {
-			m.weak = found
+		found.Why = "and no line of this model load names the fast route"
+		if m.cur.weak == nil {
+			m.cur.weak = found
+		}
+	case heavier:
+		m.cur.host += size(text, loc)
+		if m.cur.heavy == nil {
+			m.cur.heavy = found
 		}
 	default:
 		if fast {
+			m.cur.device += size(text, loc)
 			m.setFast(found)
 			return
 		}
 		m.setSlow(found)
 	}
 }
+
+// size is the number a rule's one group captured, or 0 when there is no
+// such group or it is not a size (not a number, NaN, infinite, negative).
+func size(text []byte, loc []int) float64 {
+	if len(loc) != 4 || loc[2] < 0 {
+		return 0
+	}
+	v, err := strconv.ParseFloat(string(text[loc[2]:loc[3]]), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || math.Signbit(v) {
+		return 0
+	}
+	return v
+}
+
+// modelLoad is what the lines of one model load said: unless-fast and
+// heavier rules are decided on it.
+type modelLoad struct {
+	fast         bool   // a line of it named the fast route
+	weak         *Match // its first unless-fast match
+	heavy        *Match // its first heavier match
+	host, device float64
+}
+
+// decide sets the slow route on ev, unless already set, when the load's
+// unless-fast lines stand (no line of it named the fast route), or its
+// host sizes outweigh its device sizes.
+func (l *modelLoad) decide(ev *Evidence) {
+	if ev.Slow != nil {
+		return
+	}
+	if l.weak != nil && !l.fast {
+		ev.Slow = l.weak
+		return
+	}
+	if l.heavy != nil && l.host > l.device {
+		heavy := *l.heavy
+		heavy.Why = fmt.Sprintf("%s in host buffers in this model load, more than the %s on the device", number(l.host), number(l.device))
+		ev.Slow = &heavy
+	}
+}
+
+func number(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // counted reads one match of a count rule: the numbers as the serve printed
 // them, the counted one first. All counted is the fast route; fewer, more
@@ -409,6 +488,7 @@ func (m *RouteMatcher) counted(r *rule, line int, text []byte, loc []int) {
 
 // setFast and setSlow keep the first line that names each route.
 func (m *RouteMatcher) setFast(found *Match) {
+	m.cur.fast = true
 	if m.ev.Fast == nil {
 		m.ev.Fast = found
 	}
@@ -420,13 +500,12 @@ func (m *RouteMatcher) setSlow(found *Match) {
 	}
 }
 
-// Evidence is what the lines fed so far say. An unless-fast match counts
-// only when no line named the fast route.
+// Evidence is what the lines fed so far say, the model load being read
+// decided as it stands.
 func (m *RouteMatcher) Evidence() Evidence {
 	ev := m.ev
-	if ev.Slow == nil && ev.Fast == nil {
-		ev.Slow = m.weak
-	}
+	cur := m.cur
+	cur.decide(&ev)
 	return ev
 }
 

@@ -42,7 +42,7 @@ func TestRouteRules(t *testing.T) {
 			false, `the serve log names both routes; the slow route wins the doubt: "load_tensors: offloaded 20/29 layers to GPU" (line 1): 20 of 29, not all, after "load_tensors: CUDA0 model buffer size = 356.60 MiB" (line 2)`},
 		{"model weights on the CPU only", llamaFast, llamaSlow,
 			"system_info: CPU : AVX2 = 1\nload_tensors: CPU_Mapped model buffer size = 32.88 MiB",
-			false, `the serve log names the slow route: "load_tensors: CPU_Mapped model buffer size = 32.88 MiB" (line 2): and no line of the log names the fast route; this run is on the slow route`},
+			false, `the serve log names the slow route: "load_tensors: CPU_Mapped model buffer size = 32.88 MiB" (line 2): and no line of this model load names the fast route; this run is on the slow route`},
 		{"a CPU buffer beside a device buffer is no slow evidence", llamaFast, llamaSlow,
 			"load_tensors: CPU_Mapped model buffer size = 1 MiB\nload_tensors: CUDA0 model buffer size = 2 MiB",
 			true, `the serve log names the fast route: "load_tensors: CUDA0 model buffer size = 2 MiB" (line 2)`},
@@ -87,7 +87,51 @@ func TestRouteRules(t *testing.T) {
 			false, `the serve log names the slow route: "per-op forward" (line 2); this run is on the slow route`},
 		{"two unless-fast rules: the first line that matches either", []string{`fast`}, []string{cpuOnly, UnlessFastPrefix + `host buffer`},
 			"x\nhost buffer\nCPU model buffer",
-			false, `the serve log names the slow route: "host buffer" (line 2): and no line of the log names the fast route; this run is on the slow route`},
+			false, `the serve log names the slow route: "host buffer" (line 2): and no line of this model load names the fast route; this run is on the slow route`},
+		// Sizes: a fast pattern with one group weighs the device, a heavier
+		// rule the host, per model load.
+		{"host buffers heavier than the device's: slow", []string{`dev = (\S+)`}, []string{HeavierPrefix + `host = (\S+)`},
+			"dev = 2000.5\nhost = 1000\nhost = 1000.75",
+			false, `the serve log names both routes; the slow route wins the doubt: "host = 1000" (line 2): 2000.75 in host buffers in this model load, more than the 2000.5 on the device, after "dev = 2000.5" (line 1)`},
+		{"host buffers as heavy as the device's: fast", []string{`dev = (\S+)`}, []string{HeavierPrefix + `host = (\S+)`},
+			"dev = 2000\nhost = 1000\nhost = 1000",
+			true, `the serve log names the fast route: "dev = 2000" (line 1)`},
+		{"host buffers alone: slow", []string{`dev = (\S+)`}, []string{HeavierPrefix + `host = (\S+)`},
+			"host = 1",
+			false, `the serve log names the slow route: "host = 1" (line 1): 1 in host buffers in this model load, more than the 0 on the device; this run is on the slow route`},
+		{"a size that is not a number weighs nothing", []string{`dev = (\S+)`}, []string{HeavierPrefix + `host = (\S+)`},
+			"dev = 1\nhost = x\nhost = 1",
+			true, `the serve log names the fast route: "dev = 1" (line 1)`},
+		{"a NaN size weighs nothing", []string{`dev = (\S+)`}, []string{HeavierPrefix + `host = (\S+)`},
+			"dev = 1\nhost = NaN\nhost = 3",
+			false, `the serve log names both routes; the slow route wins the doubt: "host = NaN" (line 2): 3 in host buffers in this model load, more than the 1 on the device, after "dev = 1" (line 1)`},
+		{"a negative size weighs nothing", []string{`dev = (\S+)`}, []string{HeavierPrefix + `host = (\S+)`},
+			"dev = 1\nhost = -5\nhost = 3",
+			false, `the serve log names both routes; the slow route wins the doubt: "host = -5" (line 2): 3 in host buffers in this model load, more than the 1 on the device, after "dev = 1" (line 1)`},
+		{"an infinite size weighs nothing", []string{`dev = (\S+)`}, []string{HeavierPrefix + `host = (\S+)`},
+			"dev = Inf\nhost = 5",
+			false, `the serve log names both routes; the slow route wins the doubt: "host = 5" (line 2): 5 in host buffers in this model load, more than the 0 on the device, after "dev = Inf" (line 1)`},
+		{"a group that took no part weighs nothing", []string{`dev(?: = (\d+))?`}, []string{HeavierPrefix + `host = (\S+)`},
+			"dev\nhost = 5",
+			false, `the serve log names both routes; the slow route wins the doubt: "host = 5" (line 2): 5 in host buffers in this model load, more than the 0 on the device, after "dev" (line 1)`},
+		{"a size at the start of the line", []string{`^(\d+) dev`}, []string{HeavierPrefix + `host = (\S+)`},
+			"5 dev\nhost = 3",
+			true, `the serve log names the fast route: "5 dev" (line 1)`},
+		{"a second load on the host alone: slow", []string{`dev`}, []string{UnlessFastPrefix + `host`, LoadPrefix + `loading`},
+			"loading a\ndev\nhost\nloading b\nhost",
+			false, `the serve log names both routes; the slow route wins the doubt: "host" (line 5): and no line of this model load names the fast route, after "dev" (line 2)`},
+		{"a first load on the host alone: slow", []string{`dev`}, []string{UnlessFastPrefix + `host`, LoadPrefix + `loading`},
+			"loading a\nhost\nloading b\ndev\nhost",
+			false, `the serve log names both routes; the slow route wins the doubt: "host" (line 2): and no line of this model load names the fast route, after "dev" (line 4)`},
+		{"heavier per load: a light load after a heavy one", []string{`dev (\d+)`}, []string{HeavierPrefix + `host (\d+)`, LoadPrefix + `loading`},
+			"loading a\ndev 1\nhost 5\nloading b\ndev 10\nhost 1",
+			false, `the serve log names both routes; the slow route wins the doubt: "host 5" (line 3): 5 in host buffers in this model load, more than the 1 on the device, after "dev 1" (line 2)`},
+		{"heavier per load: sizes of two loads are not added", []string{`dev (\d+)`}, []string{HeavierPrefix + `host (\d+)`, LoadPrefix + `loading`},
+			"loading a\ndev 10\nhost 1\nloading b\nhost 2\ndev 3",
+			true, `the serve log names the fast route: "dev 10" (line 2)`},
+		{"a load line in the fast list", []string{`dev`, LoadPrefix + `loading`}, []string{UnlessFastPrefix + `host`},
+			"dev\nloading b\nhost",
+			false, `the serve log names both routes; the slow route wins the doubt: "host" (line 3): and no line of this model load names the fast route, after "dev" (line 1)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,8 +240,8 @@ func TestRouteDetailNotes(t *testing.T) {
 
 func TestRuleErrors(t *testing.T) {
 	_, err := NewRouteMatcher(
-		[]string{`ok`, `route (`, CountPrefix + `(\d+) of \d+`, UnlessFastPrefix + `x`, CountPrefix + " "},
-		[]string{`a**`, CountPrefix + `(\d+)/(\d+)`})
+		[]string{`ok`, `route (`, CountPrefix + `(\d+) of \d+`, UnlessFastPrefix + `x`, CountPrefix + " ", HeavierPrefix + `(\d+)`},
+		[]string{`a**`, CountPrefix + `(\d+)/(\d+)`, HeavierPrefix + `host`})
 	if err == nil {
 		t.Fatal("NewRouteMatcher of bad rules: no error")
 	}
@@ -208,13 +252,15 @@ func TestRuleErrors(t *testing.T) {
 		`--fast-route "count:  ": an empty pattern matches every line`,
 		`--slow-route "a**" is not a valid RE2 pattern`,
 		`--slow-route "count: (\\d+)/(\\d+)": a count rule names both routes (counts equal: fast; not equal: slow); pass it as --fast-route`,
+		`--fast-route "heavier: (\\d+)": a heavier rule names the slow route when its sizes outweigh the device's; pass it as --slow-route`,
+		`--slow-route "heavier: host": a heavier rule needs one group capturing a size, e.g. 'heavier: CPU model buffer size = +([0-9.]+) MiB'; it has 0`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("NewRouteMatcher error =\n%v\nwant it to hold %q", err, want)
 		}
 	}
-	if strings.Count(err.Error(), "\n") != 5 {
-		t.Errorf("NewRouteMatcher error lists %d problems, want 6:\n%v", strings.Count(err.Error(), "\n")+1, err)
+	if strings.Count(err.Error(), "\n") != 7 {
+		t.Errorf("NewRouteMatcher error lists %d problems, want 8:\n%v", strings.Count(err.Error(), "\n")+1, err)
 	}
 }
 
