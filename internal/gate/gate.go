@@ -213,13 +213,16 @@ func (g *Gate) releaseDevice(t Ticket, res *report.Result, held time.Time) {
 func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, port int, held lease, m *judge.RouteMatcher) (*serve.Process, func()) {
 	p := g.Plan
 	res.Serve.Argv, res.Serve.Port = wrap(p.HoldCommand, fill(p.Argv, port, held.devices)), port
-	capture, w, err := logscan.NewCapture(filepath.Join(out, report.LogFile), p.LogLimit, m)
+	capture, stdout, stderr, err := logscan.NewCapture(filepath.Join(out, report.LogFile), p.LogLimit, m)
 	if err != nil {
 		res.NoReplies = "the serve log could not be created: " + err.Error()
 		return nil, nil
 	}
-	proc, err := serve.Start(serve.Options{Argv: res.Serve.Argv, Env: held.env, Log: w, ExtraFiles: held.files})
-	w.Close() // the serve holds it now: the capture ends when the serve's last process closes it
+	proc, err := serve.Start(serve.Options{Argv: res.Serve.Argv, Env: held.env, Log: stdout, Stderr: stderr, ExtraFiles: held.files})
+	// The serve holds them now: the capture ends when the serve's last
+	// process closes them.
+	stdout.Close()
+	stderr.Close()
 	if err != nil {
 		g.readLog(res, capture)
 		res.NoReplies = "the serve did not start: " + err.Error()

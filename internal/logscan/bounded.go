@@ -1,11 +1,13 @@
 package logscan
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -131,13 +133,37 @@ func (b *Bounded) Close() (Cut, error) {
 
 // Capture reads a serve's output as it is written: every byte is scanned
 // for route evidence, and the file keeps its head and tail within a limit.
+// stdout and stderr come through pipes of their own, each read as a stream
+// of lines, and go to the scan and the file a whole line at a time: a line
+// one stream writes in pieces is never cut by a line of the other (as a
+// terminal given two line-buffered streams shows them).
 type Capture struct {
+	mu       sync.Mutex
+	scan     *Scanner
+	file     *Bounded
+	streams  [2]*stream
+	owner    *stream // the stream whose line is written in part, or nil
+	finished int     // streams at their end
+}
+
+// A stream is one of the serve's outputs: what of its current line it has
+// not yet written.
+type stream struct {
 	r    *os.File
-	scan *Scanner
-	file *Bounded
+	c    *Capture
+	pend []byte
 	done chan struct{}
 	err  error
 }
+
+// Past MaxPart bytes, a stream's line is written in part (a progress bar
+// without line breaks, a line of any length): the other stream then holds
+// its lines until that line ends, up to MaxHeld bytes, past which they go
+// in between. Memory stays bounded whatever the serve prints.
+const (
+	MaxPart = judge.MaxLine
+	MaxHeld = 1 << 20
+)
 
 // Captured is what a capture found.
 type Captured struct {
@@ -145,35 +171,44 @@ type Captured struct {
 	Cut
 }
 
-// NewCapture creates the log file at path and a pipe into it. The serve is
-// given w as its stdout and stderr; the caller closes its own copy of w
+// NewCapture creates the log file at path and a pipe into it for each of
+// the serve's stdout and stderr. The caller closes its own copies of them
 // once the serve has started, so the capture ends when the serve's last
-// process closes it.
-func NewCapture(path string, limit int64, m *judge.RouteMatcher) (c *Capture, w *os.File, err error) {
+// process closes them.
+func NewCapture(path string, limit int64, m *judge.RouteMatcher) (c *Capture, stdout, stderr *os.File, err error) {
 	file, err := CreateBounded(path, limit)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		file.Close()
-		return nil, nil, err
+	c = &Capture{scan: NewScanner(m), file: file}
+	var w [2]*os.File
+	for i := range c.streams {
+		r, pw, err := os.Pipe()
+		if err != nil {
+			file.Close()
+			for j := range i {
+				c.streams[j].r.Close()
+				w[j].Close()
+			}
+			return nil, nil, nil, err
+		}
+		c.streams[i], w[i] = &stream{r: r, c: c, done: make(chan struct{})}, pw
 	}
-	c = &Capture{r: r, scan: NewScanner(m), file: file, done: make(chan struct{})}
-	go c.copy()
-	return c, w, nil
+	for _, s := range c.streams {
+		go s.copy()
+	}
+	return c, w[0], w[1], nil
 }
 
-func (c *Capture) copy() {
-	defer close(c.done)
+func (s *stream) copy() {
+	defer close(s.done)
 	buf := make([]byte, 64<<10)
 	for {
-		n, err := c.r.Read(buf)
-		c.scan.Write(buf[:n])
-		c.file.Write(buf[:n])
+		n, err := s.r.Read(buf)
+		s.c.add(s, buf[:n])
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
-				c.err = err
+				s.err = err
 			}
 			return
 		}
@@ -181,8 +216,8 @@ func (c *Capture) copy() {
 }
 
 // drain reads what is left in the pipe without waiting for more.
-func (c *Capture) drain() {
-	rc, err := c.r.SyscallConn()
+func (s *stream) drain() {
+	rc, err := s.r.SyscallConn()
 	if err != nil {
 		return
 	}
@@ -193,26 +228,105 @@ func (c *Capture) drain() {
 			if n <= 0 || err != nil {
 				return true
 			}
-			c.scan.Write(buf[:n])
-			c.file.Write(buf[:n])
+			s.c.add(s, buf[:n])
 		}
 	})
 }
 
+// add takes bytes a stream read and writes what of them can be written.
+func (c *Capture) add(s *stream, p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.pend = append(s.pend, p...)
+	c.flush(s)
+}
+
+// flush writes a stream's whole lines, unless the other stream's line is
+// written in part (then up to MaxHeld bytes wait), and the rest of a line
+// longer than MaxPart. When a line written in part ends, the other
+// stream's held lines follow it.
+func (c *Capture) flush(s *stream) {
+	other := c.other(s)
+	if c.owner == other && len(s.pend) < MaxHeld {
+		return
+	}
+	n := bytes.LastIndexByte(s.pend, '\n') + 1
+	if n == 0 && c.owner == s || len(s.pend)-n >= MaxPart {
+		n = len(s.pend)
+	}
+	if n == 0 {
+		return
+	}
+	c.write(s.pend[:n])
+	if s.pend[n-1] != '\n' {
+		c.owner = s
+	} else if c.owner == s {
+		c.owner = nil
+	}
+	s.pend = s.pend[:copy(s.pend, s.pend[n:])]
+	if c.owner == nil {
+		c.flush(other)
+	}
+}
+
+func (c *Capture) other(s *stream) *stream {
+	if s == c.streams[0] {
+		return c.streams[1]
+	}
+	return c.streams[0]
+}
+
+func (c *Capture) write(p []byte) {
+	c.scan.Write(p)
+	c.file.Write(p)
+}
+
+// finish writes what the streams left unwritten at their end: the line
+// written in part first, each stream's last line ended by a line feed when
+// the other's follows it.
+func (c *Capture) finish() {
+	first, second := c.streams[0], c.streams[1]
+	if c.owner == second {
+		first, second = second, first
+	}
+	c.write(first.pend)
+	if n := len(first.pend); n > 0 && first.pend[n-1] != '\n' && len(second.pend) > 0 {
+		c.write([]byte{'\n'})
+	}
+	c.write(second.pend)
+	first.pend, second.pend, c.owner = nil, nil, nil
+}
+
 // Wait waits for the end of the serve's output, at most within (a process
-// that escaped the stop may hold the pipe open: what it wrote so far is
+// that escaped the stop may hold a pipe open: what it wrote so far is
 // kept), then finishes the file.
 func (c *Capture) Wait(within time.Duration) (Captured, error) {
 	t := time.NewTimer(within)
-	select {
-	case <-c.done:
-		t.Stop()
-	case <-t.C:
-		c.r.SetReadDeadline(time.Now())
-		<-c.done
-		c.drain()
+	defer t.Stop()
+	expired := false
+	for _, s := range c.streams {
+		if !expired {
+			select {
+			case <-s.done:
+				continue
+			case <-t.C:
+				expired = true
+				for _, s := range c.streams {
+					s.r.SetReadDeadline(time.Now())
+				}
+			}
+		}
+		<-s.done
 	}
-	c.r.Close()
+	var errs []error
+	for _, s := range c.streams {
+		s.drain()
+		s.r.Close()
+		errs = append(errs, s.err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.finish()
 	cut, err := c.file.Close()
-	return Captured{Result: c.scan.Result(), Cut: cut}, errors.Join(c.err, err)
+	return Captured{Result: c.scan.Result(), Cut: cut}, errors.Join(append(errs, err)...)
 }

@@ -8,9 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // source is n bytes of numbered lines, so any cut shows where it fell.
@@ -87,23 +90,26 @@ func TestCapture(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "serve.sh")
 	os.WriteFile(script, []byte(`i=0; while [ $i -lt 20000 ]; do echo "progress line $i of a chatty serve"; i=$((i+1)); if [ $i = 10000 ]; then printf '\033[31mno kernel: per-op forward\033[0m\n' >&2; fi; done`), 0o755)
-	c, w, err := NewCapture(filepath.Join(dir, "serve.log"), 64<<10, matcher(t))
+	c, stdout, stderr, err := NewCapture(filepath.Join(dir, "serve.log"), 64<<10, matcher(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("/bin/sh", script)
-	cmd.Stdout, cmd.Stderr = w, w
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	stdout.Close()
+	stderr.Close()
 	cmd.Wait()
 	got, err := c.Wait(time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Route.Slow == nil || got.Route.Slow.Line != 10001 || got.Route.Slow.Text != "no kernel: per-op forward" {
-		t.Errorf("Route.Slow = %+v, want line 10001 without its colour", got.Route.Slow)
+	// stderr is read beside stdout: its line is among stdout's, where the
+	// two readers put it.
+	if got.Route.Slow == nil || got.Route.Slow.Line < 1 || got.Route.Slow.Line > 20001 || got.Route.Slow.Text != "no kernel: per-op forward" {
+		t.Errorf("Route.Slow = %+v, want the stderr line without its colour", got.Route.Slow)
 	}
 	fi, _ := os.Stat(filepath.Join(dir, "serve.log"))
 	if fi.Size() > 64<<10 || got.Dropped == 0 || got.Written != got.Bytes {
@@ -117,18 +123,19 @@ func TestCapture(t *testing.T) {
 // TestCaptureEscaped: a process that keeps the pipe open past the stop does
 // not hold the capture: Wait returns within its bound with what was written.
 func TestCaptureEscaped(t *testing.T) {
-	c, w, err := NewCapture(filepath.Join(t.TempDir(), "serve.log"), 64<<10, matcher(t))
+	c, stdout, stderr, err := NewCapture(filepath.Join(t.TempDir(), "serve.log"), 64<<10, matcher(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	cmd := exec.Command("/bin/sh", "-c", "echo on the private route dx; touch "+dir+"/said; exec sleep 30")
-	cmd.Stdout = w
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	w.Close()
+	stdout.Close()
+	stderr.Close()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(dir + "/said"); err == nil {
 			break
@@ -140,5 +147,77 @@ func TestCaptureEscaped(t *testing.T) {
 	}
 	if got.Route.Fast == nil {
 		t.Errorf("Route.Fast = nil, want the line written before Wait gave up")
+	}
+}
+
+// TestCaptureStreams: a line one stream writes in pieces is not cut by a
+// line of the other; each line of each stream reaches the file whole.
+func TestCaptureStreams(t *testing.T) {
+	dir := t.TempDir()
+	c, stdout, stderr, err := NewCapture(filepath.Join(dir, "serve.log"), 64<<10, matcher(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A serve writing in pieces, the two streams alternating; the pieces
+	// of each are written in order, as the serve would.
+	stdout.WriteString("fell back: per-")
+	stderr.WriteString("INFO sim ready on the private route dx\nINFO half ")
+	stdout.WriteString("op forward\nnext ")
+	stderr.WriteString("a line\n")
+	stdout.WriteString("line\n")
+	stdout.Close()
+	stderr.Close()
+	got, err := c.Wait(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	slices.Sort(lines)
+	want := []string{"INFO half a line", "INFO sim ready on the private route dx", "fell back: per-op forward", "next line"}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("serve.log lines, sorted (-want +got):\n%s", diff)
+	}
+	if got.Route.Slow == nil || got.Route.Slow.Text != "fell back: per-op forward" {
+		t.Errorf("Route.Slow = %+v, want the slow line whole", got.Route.Slow)
+	}
+}
+
+// TestCaptureLongPart: a line longer than MaxPart is written in part; the
+// other stream's lines wait for its end, and a line left open at the end
+// is ended before the other stream's last line.
+func TestCaptureLongPart(t *testing.T) {
+	dir := t.TempDir()
+	c, stdout, stderr, err := NewCapture(filepath.Join(dir, "serve.log"), 4<<20, matcher(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", MaxPart+10)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stdout.WriteString(long)
+		time.Sleep(50 * time.Millisecond)
+		stdout.WriteString(" per-op forward\nopen")
+		stdout.Close()
+	}()
+	time.Sleep(20 * time.Millisecond)
+	stderr.WriteString("err line\nerr open")
+	stderr.Close()
+	<-done
+	got, err := c.Wait(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+	lines := strings.Split(string(b), "\n")
+	slices.Sort(lines)
+	want := []string{"err line", "err open", "open", long + " per-op forward"}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("serve.log lines, sorted (-want +got):\n%s", diff)
+	}
+	if got.Route.Slow == nil {
+		t.Errorf("Route.Slow = nil, want the end of the long line read")
 	}
 }
