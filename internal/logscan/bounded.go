@@ -138,12 +138,11 @@ func (b *Bounded) Close() (Cut, error) {
 // one stream writes in pieces is never cut by a line of the other (as a
 // terminal given two line-buffered streams shows them).
 type Capture struct {
-	mu       sync.Mutex
-	scan     *Scanner
-	file     *Bounded
-	streams  [2]*stream
-	owner    *stream // the stream whose line is written in part, or nil
-	finished int     // streams at their end
+	mu      sync.Mutex
+	scan    *Scanner
+	file    *Bounded
+	streams [2]*stream
+	owner   *stream // the stream whose line is written in part, or nil
 }
 
 // A stream is one of the serve's outputs: what of its current line it has
