@@ -250,8 +250,9 @@ func anyDigits(re *regexp.Regexp) *regexp.Regexp {
 		}
 	}
 	walk(t)
+	// Only groups holding none are changed: the groups are the same.
 	loose, err := regexp.Compile(t.String())
-	if err != nil || loose.NumSubexp() != 2 {
+	if err != nil {
 		return re
 	}
 	return loose
@@ -476,12 +477,12 @@ func (m *RouteMatcher) counted(r *rule, line int, text []byte, loc []int) {
 		m.setFast(found)
 		return
 	}
-	if total == 0 {
-		found.Why += ", nothing counted"
+	if n < total {
+		found.Why += ", not all"
 	} else if n > total {
 		found.Why += ", more than all"
 	} else {
-		found.Why += ", not all"
+		found.Why += ", nothing counted" // 0 of 0
 	}
 	m.setSlow(found)
 }
