@@ -272,19 +272,6 @@ func Rejudge(ctx context.Context, dir string, l judge.Limits, fast, slow []strin
 	return res, note, nil
 }
 
-// RouteName is a row's route: fast, slow, both or neither.
-func RouteName(ev judge.Evidence) string {
-	switch {
-	case ev.Fast != nil && ev.Slow != nil:
-		return "both"
-	case ev.Slow != nil:
-		return "slow"
-	case ev.Fast != nil:
-		return "fast"
-	}
-	return "neither"
-}
-
 // Title is the merged check run's title.
 func (m *Merged) Title() string {
 	pass, fail, missing := m.Count()

@@ -42,7 +42,7 @@ func figures(r *Row) string {
 		parts = append(parts, fmt.Sprintf("first token %.0f ms", v))
 	}
 	if r.Result != nil {
-		parts = append(parts, "route "+RouteName(r.Result.Route))
+		parts = append(parts, "route "+report.RouteName(r.Result.Route))
 	}
 	if c := change(r); c != "" {
 		parts = append(parts, "against the baseline "+c)
@@ -82,7 +82,7 @@ func (m *Merged) Markdown(limit int, history *History) string {
 			first = fmt.Sprintf("%.0f ms (%s)", v, num(r.Result.Limits.FirstTokenMS))
 		}
 		if r.Result != nil {
-			route = RouteName(r.Result.Route)
+			route = report.RouteName(r.Result.Route)
 		}
 		switch c := change(r); {
 		case c != "":

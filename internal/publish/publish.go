@@ -374,16 +374,3 @@ func CheckText(res *report.Result) string {
 	}
 	return b.String()
 }
-
-// RouteName is the route output: fast, slow, both or neither.
-func RouteName(ev judge.Evidence) string {
-	switch {
-	case ev.Fast != nil && ev.Slow != nil:
-		return "both"
-	case ev.Slow != nil:
-		return "slow"
-	case ev.Fast != nil:
-		return "fast"
-	}
-	return "neither"
-}

@@ -577,8 +577,8 @@ func TestOutputsOfNothing(t *testing.T) {
 	}
 	m := func(s string) *judge.Match { return &judge.Match{Text: s} }
 	for want, ev := range map[string]judge.Evidence{"both": {Fast: m("f"), Slow: m("s")}, "fast": {Fast: m("f")}, "slow": {Slow: m("s")}} {
-		if got := RouteName(ev); got != want {
-			t.Errorf("RouteName() = %s, want %s", got, want)
+		if got := report.RouteName(ev); got != want {
+			t.Errorf("report.RouteName() = %s, want %s", got, want)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func Outputs(res *report.Result, files string, checkID int64) map[string]string 
 		"result":         "fail",
 		"rate":           "",
 		"first-token-ms": "",
-		"route":          RouteName(res.Route),
+		"route":          report.RouteName(res.Route),
 		"result-json":    "",
 		"summary-md":     "",
 		"check-run-id":   "",

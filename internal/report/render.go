@@ -427,3 +427,17 @@ func codeBlock(lines []string) string {
 	b.WriteString(fence + "\n")
 	return b.String()
 }
+
+// RouteName names what the log said of the route in one word: fast, slow,
+// both or neither (the step output, and a fleet row).
+func RouteName(ev judge.Evidence) string {
+	switch {
+	case ev.Fast != nil && ev.Slow != nil:
+		return "both"
+	case ev.Slow != nil:
+		return "slow"
+	case ev.Fast != nil:
+		return "fast"
+	}
+	return "neither"
+}
