@@ -240,7 +240,7 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 		figures += fmt.Sprintf("; tokens approximate for %d of %d: counted chunks, the serve sent no usage", approximate, len(rates))
 	}
 	if len(regressed) > 0 {
-		figures += fmt.Sprintf("; chunks came together in replies %s: their rates are the regression over arrivals", strings.Join(regressed, ", "))
+		figures += fmt.Sprintf("; chunks came together (reply %s): their rates are the regression over arrivals", strings.Join(regressed, ", "))
 	}
 	if len(disagree) > 0 {
 		figures += fmt.Sprintf("; warning: the stream's rate and the serve's own differ by more than %.0f%% in replies %s: the measurement path is not clean",

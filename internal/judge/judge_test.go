@@ -313,7 +313,7 @@ func TestJudge(t *testing.T) {
 				r.FirstMS, r.LastMS = ptr(300.0), ptr(380.0)
 			}),
 			want:  okay{true, true, true, true},
-			exact: []string{"", "median 99.2 tok/s (floor 60.0; each: 98.4, 100.0; the serve's own: 103.3, -); chunks came together in replies 2: their rates are the regression over arrivals"},
+			exact: []string{"", "median 99.2 tok/s (floor 60.0; each: 98.4, 100.0; the serve's own: 103.3, -); chunks came together (reply 2): their rates are the regression over arrivals"},
 		},
 		{
 			name: "the serve's rate source is not a regression", log: fastLine,
