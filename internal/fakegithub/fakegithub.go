@@ -342,25 +342,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listComments(w http.ResponseWriter, r *http.Request, path string, n int) {
-	q := r.URL.Query()
-	per, _ := strconv.Atoi(q.Get("per_page"))
-	if per <= 0 {
-		per = 30
-	}
-	per = min(per, PerPageMax)
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
 	all := s.comments[n]
-	last := max(1, (len(all)+per-1)/per)
-	from, to := min(len(all), (page-1)*per), min(len(all), page*per)
+	from, to, h := pages(r, len(all))
 	out := []map[string]any{}
 	for _, c := range all[from:to] {
 		out = append(out, commentJSON(c))
-	}
-	h := map[string]string{}
-	if page < last {
-		base := "http://" + r.Host + r.URL.Path
-		h["Link"] = fmt.Sprintf(`<%s?page=%d&per_page=%d>; rel="next", <%s?page=%d&per_page=%d>; rel="last"`, base, page+1, per, base, last, per)
 	}
 	s.answer(w, r, path, nil, http.StatusOK, h, out)
 }
