@@ -20,14 +20,22 @@
 # Environment: ACTION_PATH, ACTION_REPOSITORY and ACTION_REF (from the
 # action's inputs: composite steps cannot see github.action_*), the runner's
 # RUNNER_OS, RUNNER_ARCH, RUNNER_TOOL_CACHE, RUNNER_TEMP, GITHUB_SERVER_URL,
-# GITHUB_OUTPUT; NPU_SERVE_SMOKE_DOWNLOAD_URL replaces
+# GITHUB_OUTPUT, GITHUB_STEP_SUMMARY (an error goes there too);
+# NPU_SERVE_SMOKE_DOWNLOAD_URL replaces
 # $GITHUB_SERVER_URL/$ACTION_REPOSITORY/releases/download (a mirror, tests).
 #
 # `gate-binary.sh source-hash DIR` prints the source hash of DIR
 # (internal/release.SourceHash is the same function in Go).
 set -euo pipefail
 
-error() { echo "::error title=npu serve smoke::$*"; }
+# error TEXT: an error annotation, and the same words in the job summary,
+# where a reader of the run looks first when the gate has no result.
+error() {
+	echo "::error title=npu serve smoke::$*"
+	if [[ -n "${GITHUB_STEP_SUMMARY:-}" ]]; then
+		printf '### ❌ npu serve smoke: the gate did not run\n\n%s\n' "$*" >>"$GITHUB_STEP_SUMMARY" || true
+	fi
+}
 
 # sha256 FILE...: sha256sum's lines, from sha256sum or shasum.
 if command -v sha256sum >/dev/null; then

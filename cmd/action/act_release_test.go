@@ -169,6 +169,11 @@ jobs:
 		if err == nil {
 			t.Fatalf("act succeeded with a swapped asset:\n%s", tail(o, 40))
 		}
+		// act drops a failed step's last terminal lines on a loaded
+		// machine; the job summary, a file, always reaches its output.
+		if !strings.Contains(o, "Summary - ### ❌ npu serve smoke: the gate did not run") {
+			t.Errorf("the job summary does not say the gate did not run:\n%s", tail(o, 40))
+		}
 		if !strings.Contains(o, "The download is refused: nothing was cached or run") || !strings.Contains(o, "checksums.txt at this action's commit says "+sha256File(t, bin)) {
 			t.Errorf("no clear refusal:\n%s", tail(o, 40))
 		}
@@ -193,6 +198,7 @@ jobs:
 			t.Fatalf("act succeeded with neither a release nor Go:\n%s", tail(o, 40))
 		}
 		for _, want := range []string{
+			"Summary - ### ❌ npu serve smoke: the gate did not run",
 			"No release binary for this runner: this source is not release " + version + "'s",
 			"Either install Go 1.26 on the runner", "or use a released tag of the action",
 		} {
