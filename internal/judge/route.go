@@ -23,8 +23,9 @@ var (
 )
 
 // NoteRule is the reference serve's note: how many of its roles have a
-// 16-row decode kernel, all of them being the fast route.
-const NoteRule = CountPrefix + `(\d+) of (\d+) role(?:\(s\)|s)? ha(?:ve|s) a 16-row decode kernel`
+// 16-row decode kernel, all of them being the fast route. It is a count rule
+// (it starts with CountPrefix), written out whole.
+const NoteRule = `count: (\d+) of (\d+) role(?:\(s\)|s)? ha(?:ve|s) a 16-row decode kernel`
 
 // Rule kinds, written before a pattern. A pattern without one is plain RE2:
 // a line it matches names that route.
