@@ -2,11 +2,13 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,8 +183,7 @@ func BenchmarkCancel(b *testing.B) {
 func TestVerdictStableNearTheFloor(t *testing.T) {
 	verdicts := map[string]int{}
 	extra := 0
-	for seed := 1; seed <= 20; seed++ {
-		res := noisyRun(t, seed, "70", 15)
+	for _, res := range noisyRuns(t, "70", 15) {
 		verdicts[res.Verdict]++
 		extra += res.Extra.Replies
 	}
@@ -197,22 +198,40 @@ func TestVerdictStableNearTheFloor(t *testing.T) {
 
 // Far from the floor (200 tok/s ± 10%), no run takes an extra reply.
 func TestNoExtraRepliesFarFromTheFloor(t *testing.T) {
-	for seed := 1; seed <= 20; seed++ {
-		if res := noisyRun(t, seed, "200", 15); res.Extra.Replies != 0 || !res.Pass() || len(res.Replies) != 5 {
-			t.Errorf("seed %d: %s with %d replies, %d extra (%s); want a pass on 5", seed, res.Verdict, len(res.Replies), res.Extra.Replies, res.Extra.Why)
+	for i, res := range noisyRuns(t, "200", 15) {
+		if res.Extra.Replies != 0 || !res.Pass() || len(res.Replies) != 5 {
+			t.Errorf("seed %d: %s with %d replies, %d extra (%s); want a pass on 5", i+1, res.Verdict, len(res.Replies), res.Extra.Replies, res.Extra.Why)
 		}
 	}
 }
 
-func noisyRun(t testing.TB, seed int, rate string, maxReplies int) *report.Result {
+// noisyRuns runs the gate once for each seed 1 to 20 against a serve whose
+// rates are drawn around rate, four runs at a time: a run waits on its
+// serve's start and stop far more than it computes, and the figures judged
+// are the serve's own, so running together changes none of them.
+func noisyRuns(t testing.TB, rate string, maxReplies int) []*report.Result {
 	t.Helper()
-	p := plan(t, "--instant", "--rate", rate, "--rate-noise", noise(rate), "--seed", strconv.Itoa(seed), "--first-token-ms", "0")
-	p.RateSource, p.Replies, p.MaxReplies = judge.RateServer, 5, maxReplies
-	res, err := (&Gate{Plan: p}).Run(context.Background())
-	if err != nil {
+	plans := make([]*config.Plan, 20)
+	for i := range plans {
+		plans[i] = plan(t, "--instant", "--rate", rate, "--rate-noise", noise(rate), "--seed", strconv.Itoa(i+1), "--first-token-ms", "0")
+		plans[i].RateSource, plans[i].Replies, plans[i].MaxReplies = judge.RateServer, 5, maxReplies
+	}
+	results := make([]*report.Result, len(plans))
+	errs := make([]error, len(plans))
+	running := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i, p := range plans {
+		wg.Go(func() {
+			running <- struct{}{}
+			defer func() { <-running }()
+			results[i], errs[i] = (&Gate{Plan: p}).Run(context.Background())
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	return res
+	return results
 }
 
 func noise(rate string) string {
@@ -231,8 +250,8 @@ func BenchmarkAgreementNearTheFloor(b *testing.B) {
 			var agree float64
 			for b.Loop() {
 				verdicts := map[string]int{}
-				for seed := 1; seed <= 20; seed++ {
-					verdicts[noisyRun(b, seed, "70", maxReplies).Verdict]++
+				for _, res := range noisyRuns(b, "70", maxReplies) {
+					verdicts[res.Verdict]++
 				}
 				agree = float64(max(verdicts[report.Pass], verdicts[report.Fail])) / 20
 			}
