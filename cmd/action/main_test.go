@@ -24,7 +24,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	scripttest.Main(m, map[string]func(){
+	testscript.Main(m, map[string]func(){
 		"npu-serve-smoke": func() { os.Exit(mainCode()) },
 		"fakellm":         func() { os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr)) },
 		"procs":           func() { os.Exit(scripttest.Procs()) },

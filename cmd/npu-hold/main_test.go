@@ -10,7 +10,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	scripttest.Main(m, map[string]func(){
+	testscript.Main(m, map[string]func(){
 		"npu-hold": func() { os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)) },
 		"procs":    func() { os.Exit(scripttest.Procs()) },
 	})
