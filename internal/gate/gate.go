@@ -231,7 +231,7 @@ func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, p
 	res.Serve.PID = proc.PID()
 	g.logf("serve: pid %d on port %d: %s", proc.PID(), res.Serve.Port, report.ConsoleText(strings.Join(res.Serve.Argv, " ")))
 	mechanism, cgroup, why := proc.Contain()
-	res.Serve.Contain = mechanism
+	res.Serve.Contain, res.Serve.Cgroup, res.Serve.ContainWhy = mechanism, cgroup, why
 	g.logf("serve: held by its supervisor, pid %d, with %s", proc.SupervisorPID(), report.ConsoleText(containText(mechanism, cgroup, why)))
 	return proc, func() {
 		g.stopServe(ctx, res, proc)

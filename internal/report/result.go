@@ -112,7 +112,11 @@ type ServeFacts struct {
 	Swept     int      `json:"swept"`
 	Survivors int      `json:"survivors"`
 	Contain   string   `json:"contain,omitempty"` // what held the serve's tree: cgroup2, freezer or descendants
-	LogBytes  int64    `json:"log_bytes"`
+	// ContainWhy says why each mechanism auto tried before Contain was not
+	// used ("cgroup2: ... not writable by uid 1001; freezer: ...").
+	ContainWhy string `json:"contain_why,omitempty"`
+	Cgroup     string `json:"cgroup,omitempty"` // the cgroup made for the serve, where one was
+	LogBytes   int64  `json:"log_bytes"`
 	// LogDropped is how many bytes of the log serve.log left out (its head
 	// and tail are kept within --log-limit); the route was read on them all.
 	LogDropped int64    `json:"log_dropped,omitempty"`

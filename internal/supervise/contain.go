@@ -65,7 +65,7 @@ func choose(want string, self int) (c container, why []string, err error) {
 		case "freezer":
 			c, err = newFreezer(self)
 		default:
-			c = descendantsOnly{}
+			c, err = descendantsOnly{}, nil
 		}
 		if err == nil {
 			return c, why, nil
@@ -152,6 +152,12 @@ func makeCgroup(kind, parent string, self int) (*cgroup, error) {
 	removeStale(parent)
 	c := &cgroup{kind: kind, parent: parent, dir: filepath.Join(parent, "npu-serve-smoke-"+strconv.Itoa(self))}
 	if err := os.Mkdir(c.dir, 0o755); err != nil {
+		switch {
+		case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+			return nil, fmt.Errorf("%s is not writable by uid %d (its cgroup is not delegated to it)", parent, os.Geteuid())
+		case errors.Is(err, syscall.EROFS):
+			return nil, fmt.Errorf("%s is on a read-only mount", parent)
+		}
 		return nil, fmt.Errorf("cannot make a cgroup: %w", err)
 	}
 	if err := c.enter(); err != nil {
