@@ -42,7 +42,7 @@ func TestMatrixUnderAct(t *testing.T) {
 			`matrix={"device": ["npu", "igpu"], "model": ["sim-0.6B", "sim-4B"], "exclude": [{"model": "sim-4B", "device": "igpu"}], "include": [{"model": "sim-0.6B", "file": "sim-0.6B.gguf", "floor": 60, "rate": 300}, {"model": "sim-4B", "file": "sim-4B.gguf", "floor": 25, "rate": 10}]}`},
 		{"run: |\n          cmake -B build -DCMAKE_BUILD_TYPE=Release\n          cmake --build build --target llama-server -j\n",
 			"run: go build -o \"$RUNNER_TEMP/sim\" ./cmd/action\n"},
-		{"serve: ./build/bin/llama-server -m {model} --host 127.0.0.1 --port {port} -ngl 99 --jinja\n",
+		{"serve: ./build/bin/llama-server -m {model} --host 127.0.0.1 --port {port} -ngl 99 --jinja -lv 4\n",
 			"serve: ${{ runner.temp }}/sim fakellm --persona llama.cpp --port {port} --model {model} --first-token-ms 0 --rate ${{ matrix.rate }}\n          replies: 2\n          max-tokens: 6\n"},
 	} {
 		if !strings.Contains(text, r[0]) {

@@ -323,7 +323,7 @@ func (c *Config) CheckLimitsFrom(name func(flag string) string) error {
 
 // checkPatterns gives a problem for each route rule of the fast (or slow)
 // list the judge would refuse, so all of them are fixed in one go: RE2
-// patterns, and count: and unless-fast: rules (README: route rules).
+// patterns, and count: and unless-fast: rules (docs/presets.md).
 func checkPatterns(name string, fast bool, patterns []string) []error {
 	if len(patterns) == 0 {
 		return []error{fmt.Errorf("%s: no pattern given; pass at least one RE2 pattern", name)}

@@ -12,7 +12,7 @@ import (
 // Preset is what one kind of serve needs: where it answers, how thinking is
 // turned off, where its own figures are, and the log lines that name its
 // route. A preset sets only what the user did not set. Each fact's source
-// and the version it was read in are in the README's presets table.
+// and the version it was read in are in docs/presets.md's table.
 type Preset struct {
 	Health          string
 	ChatPath        string

@@ -14,7 +14,7 @@ const RoutePartial = "partial"
 // persona is how one kind of serve answers and what it prints, as its
 // source shows. Log lines are copied from the serve's source (format
 // strings filled in) or from a real run; {model} is the model's name. The
-// README's presets table names each source and version.
+// table in docs/presets.md names each source and version.
 type persona struct {
 	health         string   // answers 200 when ready
 	chatPaths      []string // take chat requests

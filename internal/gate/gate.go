@@ -132,7 +132,7 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 }
 
 // measure holds the device, runs the serve, probes it and stops it, filling
-// in res. Each stage is a function of its own, in the order the README's
+// in res. Each stage is a function of its own, in the order README.md's
 // "What happens, in order" gives. Whatever goes wrong ends up in
 // res.NoReplies or the replies, but for a port that cannot be had: a
 // SetupError, with nothing started.

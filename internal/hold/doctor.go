@@ -90,7 +90,7 @@ func Doctor(root, lockDir string, memlock uint64) []Check {
 	fi, err := os.Stat(lockDir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		add("FAIL", "lock directory %s does not exist: create it for every boot with the systemd-tmpfiles line 'd %s 1777 root root -' (README: set up the runner)", lockDir, lockDir)
+		add("FAIL", "lock directory %s does not exist: create it for every boot with the systemd-tmpfiles line 'd %s 1777 root root -' (docs/runner.md)", lockDir, lockDir)
 	case err != nil:
 		add("FAIL", "lock directory %s: %v", lockDir, err)
 	case !fi.IsDir():

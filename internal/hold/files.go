@@ -36,12 +36,12 @@ type lockDir struct {
 func openLockDir(path string, create bool) (*lockDir, error) {
 	if create {
 		if err := unix.Mkdir(path, 0o777); err != nil && !errors.Is(err, unix.EEXIST) {
-			return nil, fmt.Errorf("the lock directory %s cannot be made (%v); create it for every boot with the systemd-tmpfiles line '%s' (README: set up the runner)", path, err, tmpfilesLine(path))
+			return nil, fmt.Errorf("the lock directory %s cannot be made (%v); create it for every boot with the systemd-tmpfiles line '%s' (docs/runner.md)", path, err, tmpfilesLine(path))
 		}
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("the lock directory %s does not exist; create it for every boot with the systemd-tmpfiles line '%s' (README: set up the runner): %w", path, tmpfilesLine(path), err)
+		return nil, fmt.Errorf("the lock directory %s does not exist; create it for every boot with the systemd-tmpfiles line '%s' (docs/runner.md): %w", path, tmpfilesLine(path), err)
 	}
 	if err != nil {
 		what := err.Error()

@@ -60,7 +60,7 @@ func (p *Publisher) notice(format string, args ...any) {
 func (p *Publisher) Skipped() string {
 	switch {
 	case p.Ctx.Fork:
-		return "this pull request comes from a fork, whose token cannot write checks or comments; post the run from a workflow_run job with `npu-serve-smoke publish` (README: fork pull requests)"
+		return "this pull request comes from a fork, whose token cannot write checks or comments; post the run from a workflow_run job with `npu-serve-smoke publish` (docs/workflow.md)"
 	case p.Ctx.SHA == "":
 		return "no commit to report on (GITHUB_SHA is empty)"
 	}
@@ -166,7 +166,7 @@ func Untrusted(from string) string {
 	return "The evidence below came from the run of " + from + " and was not produced by trusted code: " +
 		"that run's code, the gate's included, was the pull request's to change, so its serve.log and replies may be made up. " +
 		"They were judged again here with this workflow's own check name and limits; the verdict the run claimed was ignored. " +
-		"A required check is only as trustworthy as the code that measured (README: a trustworthy required check)."
+		"A required check is only as trustworthy as the code that measured (docs/workflow.md)."
 }
 
 // UntrustedNote is Untrusted as a Markdown warning, to put above a report.
