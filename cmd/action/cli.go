@@ -49,14 +49,34 @@ type env struct {
 	// cmds is the runner's reading of workflow commands; nil outside
 	// GitHub Actions.
 	cmds *console.Commands
+	// parseOnly stops each command once its flags and arguments are
+	// parsed, with exitPass: the docs test reads every command line in
+	// README.md and docs/ with the real flag sets.
+	parseOnly bool
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "fakellm": // the simulated serve, started by demo
+			return fakellm.Command(args[1:], stdout, stderr)
+		case supervise.Command: // the serve's supervisor, started by run
+			return supervise.Main(args[1:], getenv, stderr)
+		}
+	}
+	return newEnv(getenv, stdout, stderr).command(ctx, args)
+}
+
+func newEnv(getenv func(string) string, stdout, stderr io.Writer) *env {
 	var cmds *console.Commands
 	if getenv("GITHUB_ACTIONS") == "true" {
 		cmds = &console.Commands{}
 	}
-	e := &env{getenv: getenv, stdout: console.NewPrinter(stdout, cmds), stderr: console.NewPrinter(stderr, cmds), raw: stdout, cmds: cmds}
+	return &env{getenv: getenv, stdout: console.NewPrinter(stdout, cmds), stderr: console.NewPrinter(stderr, cmds), raw: stdout, cmds: cmds}
+}
+
+// command runs the subcommand args name.
+func (e *env) command(ctx context.Context, args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, usage)
 		return exitUsage
@@ -72,10 +92,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return e.publishRun(ctx, args[1:])
 	case "report":
 		return e.reportRuns(ctx, args[1:])
-	case "fakellm": // the simulated serve, started by demo
-		return fakellm.Command(args[1:], stdout, stderr)
-	case supervise.Command: // the serve's supervisor, started by run
-		return supervise.Main(args[1:], getenv, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(e.stdout, usage)
 		return exitPass

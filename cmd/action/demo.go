@@ -23,6 +23,9 @@ func (e *env) demo(ctx context.Context, args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke demo: --route %q: pass fast or slow\n", *route)
 		return exitUsage
 	}
+	if e.parseOnly {
+		return exitPass
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke demo: cannot find this program (%v)\n", err)

@@ -28,6 +28,9 @@ func (e *env) judge(ctx context.Context, args []string) int {
 	if !ok {
 		return exitUsage
 	}
+	if e.parseOnly {
+		return exitPass
+	}
 	res, err := report.Read(dir)
 	if err != nil {
 		e.stderr.Printf("npu-serve-smoke judge: %v", err)

@@ -27,6 +27,9 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 	if !ok {
 		return exitUsage
 	}
+	if e.parseOnly {
+		return exitPass
+	}
 	inActions := e.getenv("GITHUB_ACTIONS") == "true"
 	jobs, problems := o.check(inActions)
 	if len(problems) > 0 {

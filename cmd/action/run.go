@@ -47,6 +47,9 @@ func (e *env) run(ctx context.Context, args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
 		return exitUsage
 	}
+	if e.parseOnly {
+		return exitPass
+	}
 	return e.gate(ctx, c, a)
 }
 
