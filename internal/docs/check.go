@@ -52,7 +52,7 @@ func ActionInputs(file string) (map[string]bool, error) {
 	text := string(b)
 	i, j := strings.Index(text, "\ninputs:\n"), strings.Index(text, "\noutputs:\n")
 	if i < 0 || j < i {
-		return nil, fmt.Errorf("%s: no inputs: block before outputs:", file)
+		return nil, fmt.Errorf("%s: no inputs block before the outputs block", file)
 	}
 	inputs := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^  ([a-z0-9-]+):$`).FindAllStringSubmatch(text[i:j], -1) {
