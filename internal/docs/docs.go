@@ -296,6 +296,7 @@ var Others = map[string]string{
 	"systemd-tmpfiles": "the lock directory (docs/runner.md)",
 	"usermod":          "the device node's group (docs/runner.md)",
 	"cat":              "reading /proc from a job (docs/runner.md)",
+	"ls":               "reading a cgroup's owner from a job (docs/runner.md)",
 	"ulimit":           "reading the memlock limit from a job (docs/runner.md)",
 	"helm":             "a runner scale set (docs/runner.md)",
 	"kubectl":          "a runner scale set (docs/runner.md)",
