@@ -3,11 +3,14 @@ package docs
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 )
 
 const root = "../.."
@@ -67,6 +70,24 @@ func TestPages(t *testing.T) {
 	// go mod download, .ci/tools, go test -race ./..., cd realserve, go test ./...
 	if setUp < 5 {
 		t.Errorf("the README names %d set-up and test commands, want at least 5 (go mod download, .ci/tools, the two test commands)", setUp)
+	}
+	// Every preset is in action.yml's preset input and in the presets table.
+	action, err := os.ReadFile(filepath.Join(root, "action.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	presetInput := regexp.MustCompile(`(?m)^  preset:\n    description: '([^\n]*)'$`).FindSubmatch(action)
+	table, err := os.ReadFile(filepath.Join(root, "docs", "presets.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range config.PresetNames() {
+		if presetInput == nil || !strings.Contains(string(presetInput[1]), name) {
+			t.Errorf("action.yml: the preset input's description does not name preset %q", name)
+		}
+		if !strings.Contains(string(table), "\n| `"+name+"` |") {
+			t.Errorf("docs/presets.md: the presets table has no row for %q", name)
+		}
 	}
 	workflows, err := filepath.Glob(filepath.Join(root, ".github/workflows/*.yml"))
 	if err != nil || len(workflows) == 0 {
@@ -228,4 +249,69 @@ func TestSetting(t *testing.T) {
 	if !slices.Contains(Kinds, Shell) {
 		t.Error("Kinds lacks sh")
 	}
+}
+
+// The README's "What happens, in order" names each stage by the function
+// that does it: each name is a function in the source.
+func TestStagesNamed(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	start := strings.Index(text, "## What happens, in order")
+	if start < 0 {
+		t.Fatal(`README.md has no "What happens, in order"`)
+	}
+	end := strings.Index(text[start+1:], "\n## ")
+	if end < 0 {
+		end = len(text) - start - 1
+	}
+	section := text[start : start+1+end]
+	names := regexp.MustCompile("(?m)^\\d+\\. `([A-Za-z.]+)`").FindAllStringSubmatch(section, -1)
+	if len(names) < 8 {
+		t.Fatalf("What happens, in order: %d stages named by their function, want 8", len(names))
+	}
+	gate, err := os.ReadFile(filepath.Join(root, "internal/gate/gate.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range names {
+		if !definesFunc(t, m[1], string(gate)) {
+			t.Errorf("README.md, What happens, in order: %s is not a function of the source", m[1])
+		}
+	}
+	if definesFunc(t, "noSuchStage", string(gate)) {
+		t.Error("definesFunc(noSuchStage) = true, want false")
+	}
+}
+
+// definesFunc reports whether name (f, Type.Method or pkg.Func) is defined:
+// f in gate.go, pkg.Func in internal/pkg, Type.Method anywhere in internal.
+func definesFunc(t *testing.T, name, gate string) bool {
+	recv, fn, dotted := strings.Cut(name, ".")
+	if !dotted {
+		return regexp.MustCompile(`(?m)^func (\([^)]*\) )?` + name + `\(`).MatchString(gate)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "internal", recv, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^func ` + fn + `\(`)
+	if len(files) == 0 {
+		if files, err = filepath.Glob(filepath.Join(root, "internal", "*", "*.go")); err != nil {
+			t.Fatal(err)
+		}
+		re = regexp.MustCompile(`(?m)^func \(\w+ \*?` + recv + `\) ` + fn + `\(`)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if re.Match(b) {
+			return true
+		}
+	}
+	return false
 }
