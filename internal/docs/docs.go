@@ -292,6 +292,7 @@ var Others = map[string]string{
 	"./config.sh":      "GitHub's runner registration (docs/runner.md)",
 	"./svc.sh":         "GitHub's runner service (docs/runner.md)",
 	"sudo":             "root for the runner's set-up (docs/runner.md)",
+	"setpriv":          "the suite run as the CI user (docs/development.md)",
 	"systemctl":        "the runner's service (docs/runner.md)",
 	"systemd-tmpfiles": "the lock directory (docs/runner.md)",
 	"usermod":          "the device node's group (docs/runner.md)",
