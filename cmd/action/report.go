@@ -323,19 +323,20 @@ func (e *env) baselines(ctx context.Context, src *history.Source, base string, j
 				}
 			}
 			var un *history.Unusable
+			var none *history.NotFound
 			if err == nil {
 				out[name] = fleet.Baseline{Result: res, From: run.URL}
 				break
 			}
 			if ctx.Err() != nil {
-				errors.As(context.Cause(ctx), &nf)
-				if nf == nil {
-					nf = &history.NotFound{Why: fmt.Sprintf("the look through GitHub's history was stopped (%v)", context.Cause(ctx))}
+				why := fmt.Sprintf("the look through GitHub's history was stopped (%v)", context.Cause(ctx))
+				if errors.As(context.Cause(ctx), &none) {
+					why = none.Why
 				}
-				out[name] = fleet.Baseline{Note: nf.Why}
+				out[name] = fleet.Baseline{Note: why}
 				break
 			}
-			if !errors.As(err, &un) && !errors.As(err, &nf) {
+			if !errors.As(err, &un) && !errors.As(err, &none) {
 				return nil, nil, err
 			}
 			skipped(err.Error())
