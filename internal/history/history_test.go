@@ -588,3 +588,31 @@ func TestFind(t *testing.T) {
 		}
 	})
 }
+
+// A run's artifacts list that repeats a page, or answers an empty one with
+// a next link, is not read further: that candidate is skipped.
+func TestArtifactsBounded(t *testing.T) {
+	for name, body := range map[string]string{
+		"empty page with next": `{"total_count": 5, "artifacts": []}`,
+		"the same page again":  `{"total_count": 5, "artifacts": [{"id": 99, "name": "other"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			gh, src, _ := fixture(t, fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})})
+			gh.Fail(fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(`/runs/\d+/artifacts$`), Status: http.StatusOK, Body: body,
+				Header: map[string]string{"Link": `<http://example.invalid/repos/acme/serve/actions/runs/3/artifacts?page=1>; rel="next"`}})
+			f, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+			if kind := kindOf(err); kind != "not found" || len(f.Skipped) == 0 || !strings.Contains(f.Skipped[0], "the list is not read further") {
+				t.Errorf("Find() = %s: %v, skipped %q; want the candidate skipped for its list", kind, err, f.Skipped)
+			}
+			lists := 0
+			for _, c := range gh.Calls() {
+				if strings.HasSuffix(c.Path, "/artifacts") {
+					lists++
+				}
+			}
+			if lists > 2*Candidates {
+				t.Errorf("Find() read %d pages of artifacts, want at most 2 per candidate", lists)
+			}
+		})
+	}
+}
