@@ -9,17 +9,20 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
 // historyBaseline resolves --baseline github:PATTERN before anything is
 // started: the artifact named after the check name in the latest successful
-// run of this workflow on the pattern. None found: a notice, and the run
-// goes on without the baseline assertion. One that cannot be a baseline
-// (another model, too large, not a zip): bad input, exit 2. ok is false when
-// the gate must stop with code.
+// run of this workflow on the pattern that this repository's own code made
+// (history.Find). A newer candidate that cannot serve is a notice, and the
+// next older is tried; none found, or the look cut by its bounds: a notice,
+// and the run goes on without the baseline assertion (and with
+// --floor-from-baseline, on --floor). Only a look that cannot be made as
+// asked (no token, no permission) is bad input. ok is false when the gate
+// must stop with code.
 func (e *env) historyBaseline(ctx context.Context, plan *config.Plan, a *githubactions.Action) (code int, ok bool) {
 	pattern, fromGitHub, _ := history.Spec(plan.Config.Baseline)
 	if !fromGitHub {
@@ -48,23 +51,32 @@ func (e *env) historyBaseline(ctx context.Context, plan *config.Plan, a *githuba
 		return bad(err)
 	}
 	defer os.RemoveAll(tmp)
-	var nf *history.NotFound
-	run, err := src.Latest(ctx)
-	if err == nil {
-		var res *report.Result
-		res, err = src.Result(ctx, run, history.ArtifactName(plan.CheckName), tmp, history.Want{Model: plan.Model, CheckName: plan.CheckName, Thinking: plan.Thinking})
-		if err == nil {
-			plan.Baseline, err = history.Baseline(res, run.URL, plan.Limits())
-		}
+	notice := func(format string, args ...any) {
+		msg := console.Text(fmt.Sprintf(format, args...))
+		fmt.Fprintln(e.stderr, msg)
+		a.Noticef("%s", msg)
 	}
+	f, err := src.Find(ctx, history.ArtifactName(plan.CheckName), tmp, history.Want{Model: plan.Model, CheckName: plan.CheckName, Thinking: plan.Thinking}, plan.Limits())
+	for _, why := range f.Skipped {
+		notice("baseline skipped: %s; the next older run is tried", why)
+	}
+	var nf *history.NotFound
 	switch {
 	case errors.As(err, &nf):
-		fmt.Fprintf(e.stderr, "no baseline: %s; the run goes on without the baseline assertion\n", nf.Why)
-		a.Noticef("no baseline: %s; the run goes on without the baseline assertion", nf.Why)
+		floor := ""
+		if plan.FloorFromBaseline != 0 {
+			floor = fmt.Sprintf(", and the floor stays %.1f tok/s (--floor), not %g of a baseline's rate", plan.Floor, plan.FloorFromBaseline)
+		}
+		notice("no baseline: %s; the run goes on without the baseline assertion%s", nf.Why, floor)
 	case err != nil:
 		return bad(err)
 	default:
-		fmt.Fprintf(e.stderr, "baseline: %s (%s): median %.1f tok/s, first token %.0f ms\n", run.URL, run.Branch, plan.Baseline.Rate, plan.Baseline.FirstTokenMS)
+		from := fmt.Sprintf("%s on %s", f.Run.URL, f.Run.Branch)
+		plan.SetBaseline(f.Baseline, from)
+		fmt.Fprintf(e.stderr, "baseline: %s (%s): median %.1f tok/s, first token %.0f ms\n", f.Run.URL, console.Text(f.Run.Branch), plan.Baseline.Rate, plan.Baseline.FirstTokenMS)
+		if plan.FloorFromBaseline != 0 {
+			fmt.Fprintf(e.stderr, "floor: %.1f tok/s, %s\n", plan.Floor, console.Text(plan.FloorWhy))
+		}
 	}
 	return 0, true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fleet"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
@@ -143,7 +144,11 @@ func (e *env) reportInActions(ctx context.Context, o *reportOptions, jobs []flee
 	if pattern, fromGitHub, _ := history.Spec(o.c.Baseline); fromGitHub {
 		src, err := e.historySource(gc, o.token, pattern)
 		if err == nil {
-			baselines, hist, err = e.baselines(ctx, src, o.c.CheckName, jobs, o.limits, o.releases)
+			baselines, hist, err = e.baselines(ctx, src, o.c.CheckName, jobs, o.limits, o.releases, func(why string) {
+				msg := console.Text(why)
+				fmt.Fprintf(e.stderr, "baseline skipped: %s; the next older run is tried\n", msg)
+				a.Noticef("baseline skipped: %s; the next older run is tried", msg)
+			})
 		}
 		if err != nil {
 			return e.reportBadInput(ctx, true, o.token, o.c.CheckName, started, []string{err.Error()})
@@ -278,17 +283,22 @@ func (e *env) historySource(gc *publish.Context, token, pattern string) (*histor
 }
 
 // baselines finds each job's artifact in the latest successful run on the
-// pattern, and with releases > 0 the medians of that many earlier runs.
-// Only a failure to read GitHub at all is an error; a run or an artifact
-// that is not there is a row's note.
-func (e *env) baselines(ctx context.Context, src *history.Source, base string, jobs []fleet.Job, lim fleet.Limits, releases int) (map[string]fleet.Baseline, *fleet.History, error) {
+// pattern that this repository's own code made: a candidate that cannot
+// serve is a notice (through skipped) and the next older of the newest
+// history.Candidates is tried. With releases > 0 it also gives the medians
+// of that many earlier runs. Everything shares one deadline. Only a failure
+// to read GitHub at all is an error; a job with no baseline is its row's
+// note.
+func (e *env) baselines(ctx context.Context, src *history.Source, base string, jobs []fleet.Job, lim fleet.Limits, releases int, skipped func(why string)) (map[string]fleet.Baseline, *fleet.History, error) {
 	out := map[string]fleet.Baseline{}
 	tmp, err := os.MkdirTemp(e.getenv("RUNNER_TEMP"), "npu-serve-smoke-baselines-*")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(tmp)
-	runs, err := src.Runs(ctx, max(1, releases))
+	ctx, cancel := src.Deadline(ctx)
+	defer cancel()
+	runs, err := src.Runs(ctx, max(history.Candidates, releases))
 	var nf *history.NotFound
 	switch {
 	case errors.As(err, &nf):
@@ -303,37 +313,51 @@ func (e *env) baselines(ctx context.Context, src *history.Source, base string, j
 		}
 		return out, nil, nil
 	}
-	var bad []string
+	candidates := runs[:min(len(runs), history.Candidates)]
 	for _, j := range jobs {
 		name := j.CheckName(base)
-		res, err := src.Result(ctx, runs[0], j.Artifact(base), tmp, history.Want{CheckName: name})
-		var bi *history.BadInput
-		switch {
-		case errors.As(err, &nf):
-			out[name] = fleet.Baseline{Note: nf.Why}
-		case errors.As(err, &bi):
-			bad = append(bad, bi.Why)
-		case err != nil:
-			return nil, nil, err
-		default:
-			out[name] = fleet.Baseline{Result: res, From: runs[0].URL}
+		jl, _, _ := lim.For(j)
+		out[name] = fleet.Baseline{Note: fmt.Sprintf("none of the %d newest successful runs of %s on %s holds a baseline that can serve", len(candidates), src.Workflow, src.Pattern)}
+		for _, run := range candidates {
+			res, err := src.Result(ctx, run, j.Artifact(base), tmp, history.Want{Model: j[fleet.KeyModel], CheckName: name})
+			if err == nil {
+				if _, err = history.Baseline(res, run.URL, jl); err != nil {
+					err = &history.Unusable{Why: fmt.Sprintf("artifact %s of run %d (%s on %s): %v", j.Artifact(base), run.ID, run.URL, run.Branch, err)}
+				}
+			}
+			var un *history.Unusable
+			var none *history.NotFound
+			if err == nil {
+				out[name] = fleet.Baseline{Result: res, From: run.URL}
+				break
+			}
+			if ctx.Err() != nil {
+				why := fmt.Sprintf("the look through GitHub's history was stopped (%v)", context.Cause(ctx))
+				if errors.As(context.Cause(ctx), &none) {
+					why = none.Why
+				}
+				out[name] = fleet.Baseline{Note: why}
+				break
+			}
+			if !errors.As(err, &un) && !errors.As(err, &none) {
+				return nil, nil, err
+			}
+			skipped(err.Error())
 		}
-	}
-	if len(bad) > 0 {
-		return nil, nil, fmt.Errorf("bad input:\n%s", indent(strings.Join(bad, "\n")))
 	}
 	if releases == 0 {
 		return out, nil, nil
 	}
 	hist := &fleet.History{Medians: map[string][]float64{}}
-	for i := len(runs) - 1; i >= 0; i-- {
-		hist.Releases = append(hist.Releases, runs[i].Branch)
+	chart := runs[:min(len(runs), releases)]
+	for i := len(chart) - 1; i >= 0; i-- {
+		hist.Releases = append(hist.Releases, chart[i].Branch)
 		for _, j := range jobs {
 			name := j.CheckName(base)
 			v := math.NaN()
 			res, err := out[name].Result, error(nil)
-			if i > 0 || res == nil {
-				res, err = src.Result(ctx, runs[i], j.Artifact(base), tmp, history.Want{CheckName: name})
+			if res == nil || out[name].From != chart[i].URL {
+				res, err = src.Result(ctx, chart[i], j.Artifact(base), tmp, history.Want{CheckName: name})
 			}
 			if err == nil && res != nil {
 				jl, _, _ := lim.For(j)

@@ -12,16 +12,31 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 )
 
-// githubRun WORKFLOW BRANCH CONCLUSION [NAME=DIR | NAME=@FILE]... adds a
-// workflow run to the fake GitHub, with artifacts: a directory zipped as
-// upload-artifact zips it (its files at the archive's top), or a file's
-// bytes as they are.
+// githubRun [-event EVENT] [-head-repo OWNER/NAME] WORKFLOW BRANCH CONCLUSION
+// [NAME=DIR | NAME=@FILE]... adds a workflow run to the fake GitHub (a push
+// of the repository's own code unless told), with artifacts: a directory
+// zipped as upload-artifact zips it (its files at the archive's top), or a
+// file's bytes as they are.
 func githubRun(ts *testscript.TestScript, neg bool, args []string) {
+	usage := "usage: githubrun [-event EVENT] [-head-repo OWNER/NAME] WORKFLOW BRANCH CONCLUSION [NAME=DIR | NAME=@FILE]..."
+	run := fakegithub.WorkflowRun{HeadSHA: strings.Repeat("3", 40), Event: "push", Status: "completed"}
+	for len(args) >= 2 && strings.HasPrefix(args[0], "-") {
+		switch args[0] {
+		case "-event":
+			run.Event = args[1]
+		case "-head-repo":
+			run.HeadRepo = args[1]
+		default:
+			ts.Fatalf("%s", usage)
+		}
+		args = args[2:]
+	}
 	if neg || len(args) < 3 {
-		ts.Fatalf("usage: githubrun WORKFLOW BRANCH CONCLUSION [NAME=DIR | NAME=@FILE]...")
+		ts.Fatalf("%s", usage)
 	}
 	gh := fakeOf(ts)
-	id := gh.AddRun(fakegithub.WorkflowRun{Workflow: ".github/workflows/" + args[0], HeadBranch: args[1], HeadSHA: strings.Repeat("3", 40), Event: "push", Status: "completed", Conclusion: args[2]})
+	run.Workflow, run.HeadBranch, run.Conclusion = ".github/workflows/"+args[0], args[1], args[2]
+	id := gh.AddRun(run)
 	for _, a := range args[3:] {
 		name, src, ok := strings.Cut(a, "=")
 		if !ok {

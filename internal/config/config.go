@@ -118,6 +118,18 @@ type Plan struct {
 	Baseline    *judge.Baseline // the baseline's medians, when there is one
 }
 
+// SetBaseline makes b the plan's baseline, taken from where (a file, or a
+// run's link), and with --floor-from-baseline derives the floor from it. A
+// baseline from GitHub's history is set this way once it is found, as a
+// file's is by Check.
+func (p *Plan) SetBaseline(b *judge.Baseline, from string) {
+	p.Baseline = b
+	if b != nil && p.FloorFromBaseline != 0 {
+		p.Floor = p.FloorFromBaseline * b.Rate
+		p.FloorWhy = fmt.Sprintf("%g of the baseline's median %.1f tok/s (%s)", p.FloorFromBaseline, b.Rate, from)
+	}
+}
+
 // DefaultFastRoute and DefaultSlowRoute are the reference serve's own
 // wording for its routes, fresh copies each call.
 func DefaultFastRoute() []string { return slices.Clone(judge.DefaultFastRoute) }
@@ -217,10 +229,7 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.FloorFromBaseline != 0 && c.Baseline == "" {
 		bad("--floor-from-baseline %v needs --baseline: the floor is that fraction of the baseline's median rate", c.FloorFromBaseline)
 	}
-	if p.Baseline != nil && c.FloorFromBaseline != 0 {
-		p.Floor = c.FloorFromBaseline * p.Baseline.Rate
-		p.FloorWhy = fmt.Sprintf("%g of the baseline's median %.1f tok/s (%s)", c.FloorFromBaseline, p.Baseline.Rate, c.Baseline)
-	}
+	p.SetBaseline(p.Baseline, c.Baseline)
 	if c.LogLimit < logscan.MinLimit {
 		bad("--log-limit %d: pass at least %d bytes (e.g. 64MiB); serve.log keeps its head and tail within it", c.LogLimit, logscan.MinLimit)
 	}

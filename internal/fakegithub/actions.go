@@ -18,7 +18,10 @@ type WorkflowRun struct {
 	Workflow   string // the file, e.g. .github/workflows/release-gate-matrix.yml
 	HeadBranch string // a branch, or the tag of a tag push
 	HeadSHA    string
-	Event      string
+	// HeadRepo is the repository the run's code came from, owner/name: a
+	// fork's for a pull request from a fork; "": the repository itself.
+	HeadRepo   string
+	Event      string // push, pull_request, ...; "": push
 	Status     string // queued, in_progress, completed
 	Conclusion string // success, failure, cancelled, ... when completed
 	Created    time.Time
@@ -48,6 +51,9 @@ func (s *Server) AddRun(r WorkflowRun) int64 {
 	}
 	if r.Status == "" {
 		r.Status = "completed"
+	}
+	if r.Event == "" {
+		r.Event = "push"
 	}
 	if r.Created.IsZero() {
 		r.Created = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(len(s.runs)) * time.Hour)
@@ -172,7 +178,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p, workflow st
 		switch st := q.Get("status"); {
 		case workflow != "" && path.Base(run.Workflow) != workflow,
 			q.Get("branch") != "" && run.HeadBranch != q.Get("branch"),
-			q.Get("event") != "" && run.Event != q.Get("event"),
+			q.Get("event") != "" && run.Event != q.Get("event") && !s.ignoreEvent,
 			q.Get("head_sha") != "" && run.HeadSHA != q.Get("head_sha"),
 			st != "" && st != run.Status && st != run.Conclusion:
 			continue
@@ -182,11 +188,18 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p, workflow st
 	slices.SortStableFunc(list, func(a, b *WorkflowRun) int { return b.Created.Compare(a.Created) })
 	from, to, h := pages(r, len(list))
 	out := []map[string]any{}
+	repo := repoOf(p)
 	for _, run := range list[from:to] {
+		head := run.HeadRepo
+		if head == "" {
+			head = repo
+		}
 		out = append(out, map[string]any{
 			"id": run.ID, "name": path.Base(run.Workflow), "path": run.Workflow, "head_branch": run.HeadBranch,
 			"head_sha": run.HeadSHA, "event": run.Event, "status": run.Status, "conclusion": nullable(run.Conclusion),
-			"created_at": run.Created.Format(time.RFC3339), "html_url": fmt.Sprintf("https://github.com/%s/actions/runs/%d", repoOf(p), run.ID),
+			"created_at": run.Created.Format(time.RFC3339), "html_url": fmt.Sprintf("https://github.com/%s/actions/runs/%d", repo, run.ID),
+			"repository":      repoJSON(repo, false),
+			"head_repository": repoJSON(head, head != repo),
 		})
 	}
 	s.answer(w, r, p, nil, http.StatusOK, h, map[string]any{"total_count": len(list), "workflow_runs": out})
@@ -249,6 +262,21 @@ func pages(r *http.Request, n int) (from, to int, header map[string]string) {
 		header = map[string]string{"Link": fmt.Sprintf(`<%s>; rel="next", <%s>; rel="last"`, link(page+1), link(last))}
 	}
 	return from, to, header
+}
+
+// repoJSON is a repository as a run lists it: a fork's full name is its
+// own owner's.
+func repoJSON(fullName string, fork bool) map[string]any {
+	owner, name, _ := strings.Cut(fullName, "/")
+	return map[string]any{"full_name": fullName, "name": name, "owner": map[string]any{"login": owner}, "fork": fork}
+}
+
+// IgnoreEvent makes the runs list answer as if no event= were asked, as an
+// API that drops the filter would: the client must check each run's event.
+func (s *Server) IgnoreEvent() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ignoreEvent = true
 }
 
 func orEmpty(xs []map[string]any) []map[string]any {

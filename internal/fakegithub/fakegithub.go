@@ -89,6 +89,8 @@ type Server struct {
 	artifacts []*Artifact
 	faults    []*Fault
 	calls     []Call
+	// ignoreEvent: the runs list drops its event= filter.
+	ignoreEvent bool
 }
 
 // New returns a fake that accepts token as a workflow's GITHUB_TOKEN (the

@@ -1,22 +1,30 @@
 // Package history finds earlier runs of the gate in GitHub's Actions
 // history: the latest successful run of a workflow on a branch or tag
-// pattern, its artifact for one job, downloaded (bounded, checked to be a zip
-// with no path that leaves its directory) and read back as a run's result,
-// checked to be of the same model and check before it is a baseline.
+// pattern that the repository's own code made (a push, a run by hand, a
+// release; never a pull request's), its artifact for one job, downloaded
+// (bounded, checked to be a zip with no path that leaves its directory,
+// extracted within bounds) and read back as a run's result, checked to be of
+// the same model and check before it is a baseline. A candidate that cannot
+// serve is skipped for the next older one; the whole look is bounded in
+// pages, candidates and time.
 package history
 
 import (
 	"archive/zip"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,8 +41,23 @@ const Prefix = "github:"
 // MaxZip bounds an artifact's download.
 const MaxZip = 64 << 20
 
-// maxRuns bounds the runs looked through for a pattern: 5 pages of 100.
-const maxRuns = 500
+// maxPages bounds the pages of runs read for each event: the newest 500
+// runs of each.
+const maxPages = 5
+
+// Events are the events whose runs ran the repository's own code: a push of
+// a branch or tag, a run by hand, a release. A pull_request run runs its
+// head's code (a fork's, from a fork) and is listed under the head's branch
+// name, so it is never a baseline.
+var Events = []string{"push", "workflow_dispatch", "release"}
+
+// Candidates bounds the runs tried for one baseline: the newest run whose
+// artifact can serve among the newest Candidates on the pattern.
+const Candidates = 5
+
+// FetchTimeout is the one deadline of a whole look through history (runs,
+// artifacts, downloads) when Source.Timeout is 0.
+const FetchTimeout = 5 * time.Minute
 
 // Spec is the pattern of a --baseline github:PATTERN, ok false when s names
 // a file. A bad pattern is an error.
@@ -80,9 +103,10 @@ type Source struct {
 	Owner, Repo string
 	Workflow    string // the workflow's file name, e.g. release-gate-matrix.yml
 	Pattern     string
-	ThisRun     int64        // never its own baseline
-	Download    *http.Client // fetches the signed URL, with no token; nil: a plain client
-	MaxZip      int64        // 0: MaxZip
+	ThisRun     int64         // never its own baseline
+	Download    *http.Client  // fetches the signed URL, with no token; nil: a plain client
+	MaxZip      int64         // 0: MaxZip
+	Timeout     time.Duration // the whole look's deadline; 0: FetchTimeout
 
 	artifacts map[int64][]*github.Artifact // by run
 }
@@ -103,11 +127,40 @@ type NotFound struct{ Why string }
 
 func (e *NotFound) Error() string { return e.Why }
 
-// BadInput is a baseline that exists and cannot be one: another model or
-// check, too large, not a zip, a path that leaves its directory. Exit 2.
+// BadInput is a look through history that cannot be made as asked: a bad
+// pattern, a token that may not read the runs. Exit 2.
 type BadInput struct{ Why string }
 
 func (e *BadInput) Error() string { return e.Why }
+
+// Unusable is a candidate whose artifact cannot be a baseline: another model
+// or check, too large, not a zip, unsafe, no result.json, no figures. The
+// next older candidate is tried.
+type Unusable struct{ Why string }
+
+func (e *Unusable) Error() string { return e.Why }
+
+// Deadline gives ctx the one deadline of a whole look through history; an
+// answer cut by it is a *NotFound saying so.
+func (s *Source) Deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := s.Timeout
+	if d <= 0 {
+		d = FetchTimeout
+	}
+	return context.WithTimeoutCause(ctx, d, &NotFound{fmt.Sprintf("the look through GitHub's history took longer than %v, its bound", d)})
+}
+
+// stopped is err, or a *NotFound when ctx ended the look.
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	var nf *NotFound
+	if errors.As(context.Cause(ctx), &nf) {
+		return nf
+	}
+	return &NotFound{fmt.Sprintf("the look through GitHub's history was stopped (%v)", context.Cause(ctx))}
+}
 
 // Run is an earlier run found for the pattern.
 type Run struct {
@@ -116,45 +169,87 @@ type Run struct {
 	SHA    string
 	URL    string
 	When   time.Time
+	Event  string // push, workflow_dispatch or release
 }
 
-// Runs gives the latest successful runs of the workflow on the pattern,
-// newest first, at most n, never this run.
+// Runs gives the latest successful runs of the workflow on the pattern that
+// the repository's own code made, newest first, at most n, never this run.
+// The runs are asked for by event (the API takes one event a query), and
+// each run's event and head repository are checked again here. A list that
+// repeats a page, or sends an empty page with a next link, is not read
+// further: a *NotFound.
 func (s *Source) Runs(ctx context.Context, n int) ([]Run, error) {
 	re, err := patternRE(s.Pattern)
 	if err != nil {
 		return nil, &BadInput{fmt.Sprintf("--baseline github:%s is not a pattern", s.Pattern)}
 	}
-	opts := &github.ListWorkflowRunsOptions{Status: "success", ListOptions: github.ListOptions{PerPage: 100}}
+	var out []Run
+	capped := false
+	for _, event := range Events {
+		runs, full, err := s.runs(ctx, re, event, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, runs...)
+		capped = capped || full
+	}
+	slices.SortStableFunc(out, func(a, b Run) int {
+		if c := b.When.Compare(a.When); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	if len(out) == 0 && capped {
+		return nil, &NotFound{fmt.Sprintf("no run in the newest %d of each event (%s) of %s is a successful run on %s", maxPages*100, strings.Join(Events, ", "), s.Workflow, s.Pattern)}
+	}
+	return out, nil
+}
+
+// runs is Runs for one event; capped is true when the page bound stopped it.
+func (s *Source) runs(ctx context.Context, re *regexp.Regexp, event string, n int) (out []Run, capped bool, err error) {
+	opts := &github.ListWorkflowRunsOptions{Status: "success", Event: event, ListOptions: github.ListOptions{PerPage: 100}}
 	if !strings.ContainsAny(s.Pattern, "*?") {
 		opts.Branch = s.Pattern
 	}
-	var out []Run
-	for seen := 0; seen < maxRuns; {
+	own := s.Owner + "/" + s.Repo
+	read := map[int]bool{}
+	for pages := 0; ; pages++ {
+		if pages == maxPages {
+			return out, true, nil
+		}
+		page := max(opts.Page, 1)
+		read[page] = true
 		runs, resp, err := s.Client.Actions.ListWorkflowRunsByFileName(ctx, s.Owner, s.Repo, s.Workflow, opts)
 		var nf *NotFound
-		if err != nil && errors.As(apiError(err, ""), &nf) {
-			return nil, &NotFound{fmt.Sprintf("no run of %s in %s/%s (HTTP 404: GitHub knows no workflow of that file name there yet)", s.Workflow, s.Owner, s.Repo)}
+		if err != nil && ctx.Err() == nil && errors.As(apiError(err, ""), &nf) {
+			return nil, false, &NotFound{fmt.Sprintf("no run of %s in %s/%s (HTTP 404: GitHub knows no workflow of that file name there yet)", s.Workflow, s.Owner, s.Repo)}
 		}
 		if err != nil {
-			return nil, apiError(err, fmt.Sprintf("the runs of workflow %s", s.Workflow))
+			return nil, false, stopped(ctx, apiError(err, fmt.Sprintf("the runs of workflow %s", s.Workflow)))
 		}
 		for _, r := range runs.WorkflowRuns {
-			seen++
-			if r.GetID() == s.ThisRun || r.GetConclusion() != "success" || !re.MatchString(r.GetHeadBranch()) {
+			if r.GetID() == s.ThisRun || r.GetConclusion() != "success" || !re.MatchString(r.GetHeadBranch()) ||
+				r.GetEvent() != event || !strings.EqualFold(r.GetHeadRepository().GetFullName(), own) {
 				continue
 			}
-			out = append(out, Run{ID: r.GetID(), Branch: r.GetHeadBranch(), SHA: r.GetHeadSHA(), URL: r.GetHTMLURL(), When: r.GetCreatedAt().Time})
+			out = append(out, Run{ID: r.GetID(), Branch: r.GetHeadBranch(), SHA: r.GetHeadSHA(), URL: r.GetHTMLURL(), When: r.GetCreatedAt().Time, Event: event})
 			if len(out) == n {
-				return out, nil
+				return out, false, nil
 			}
 		}
-		if resp.NextPage == 0 {
-			break
+		switch {
+		case resp.NextPage == 0:
+			return out, false, nil
+		case len(runs.WorkflowRuns) == 0:
+			return nil, false, &NotFound{fmt.Sprintf("the API answered an empty page %d of the %s runs of %s with a link to a next one; the list is not read further", page, event, s.Workflow)}
+		case read[resp.NextPage]:
+			return nil, false, &NotFound{fmt.Sprintf("the API's list of the %s runs of %s names page %d again after page %d; the list is not read further", event, s.Workflow, resp.NextPage, page)}
 		}
 		opts.Page = resp.NextPage
 	}
-	return out, nil
 }
 
 // Latest is the latest successful run on the pattern; a *NotFound when
@@ -168,6 +263,56 @@ func (s *Source) Latest(ctx context.Context) (Run, error) {
 		return Run{}, &NotFound{fmt.Sprintf("no successful run of %s on %s", s.Workflow, s.Pattern)}
 	}
 	return runs[0], nil
+}
+
+// Found is the baseline a look through history found, and each newer
+// candidate it skipped, with why.
+type Found struct {
+	Run      Run
+	Result   *report.Result
+	Baseline *judge.Baseline
+	Skipped  []string
+}
+
+// Find looks for the baseline of the job whose artifact is name: the newest
+// of the newest Candidates runs on the pattern whose artifact can serve, all
+// under one deadline. A candidate that cannot serve is named in Skipped and
+// the next older one is tried; none that can: a *NotFound (Found still names
+// the ones skipped).
+func (s *Source) Find(ctx context.Context, name, tmp string, want Want, l judge.Limits) (*Found, error) {
+	ctx, cancel := s.Deadline(ctx)
+	defer cancel()
+	f := &Found{}
+	runs, err := s.Runs(ctx, Candidates)
+	if err != nil {
+		return f, err
+	}
+	if len(runs) == 0 {
+		return f, &NotFound{fmt.Sprintf("no successful run of %s on %s", s.Workflow, s.Pattern)}
+	}
+	for _, run := range runs {
+		res, err := s.Result(ctx, run, name, tmp, want)
+		var bl *judge.Baseline
+		if err == nil {
+			if bl, err = Baseline(res, run.URL, l); err != nil {
+				err = &Unusable{fmt.Sprintf("artifact %s of run %d (%s on %s): %v", name, run.ID, run.URL, run.Branch, err)}
+			}
+		}
+		var nf *NotFound
+		var un *Unusable
+		switch {
+		case err == nil:
+			f.Run, f.Result, f.Baseline = run, res, bl
+			return f, nil
+		case ctx.Err() != nil:
+			return f, stopped(ctx, err)
+		case errors.As(err, &un), errors.As(err, &nf):
+			f.Skipped = append(f.Skipped, err.Error())
+		default:
+			return f, err
+		}
+	}
+	return f, &NotFound{fmt.Sprintf("none of the %d newest successful runs of %s on %s holds a baseline that can serve", len(runs), s.Workflow, s.Pattern)}
 }
 
 // Want is what a baseline must be the same as: the model ("": checked by
@@ -215,13 +360,17 @@ func (s *Source) Result(ctx context.Context, run Run, name, tmp string, want Wan
 		max = MaxZip
 	}
 	if a.GetSizeInBytes() > max {
-		return nil, &BadInput{fmt.Sprintf("%s is %d bytes, more than the %d a baseline may be; upload out/ without large files, or pass a baseline file", where, a.GetSizeInBytes(), max)}
+		return nil, &Unusable{fmt.Sprintf("%s is %d bytes, more than the %d a baseline may be; upload out/ without large files", where, a.GetSizeInBytes(), max)}
 	}
 	b, err := s.download(ctx, a, max)
 	if err != nil {
-		var bad *BadInput
-		if errors.As(err, &bad) {
-			return nil, &BadInput{where + ": " + bad.Why}
+		var un *Unusable
+		var nf *NotFound
+		switch {
+		case errors.As(err, &un):
+			return nil, &Unusable{where + ": " + un.Why}
+		case errors.As(err, &nf):
+			return nil, err
 		}
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -229,16 +378,18 @@ func (s *Source) Result(ctx context.Context, run Run, name, tmp string, want Wan
 	if err != nil {
 		return nil, err
 	}
+	// The files are read back and removed: a later candidate or job finds
+	// tmp as it was.
+	defer os.RemoveAll(dir)
 	if err := Extract(b, dir); err != nil {
-		os.RemoveAll(dir)
-		return nil, &BadInput{fmt.Sprintf("%s: %v", where, err)}
+		return nil, &Unusable{fmt.Sprintf("%s: %v", where, err)}
 	}
 	res, err := report.Read(dir)
 	if err != nil {
-		return nil, &BadInput{fmt.Sprintf("%s: %v", where, err)}
+		return nil, &Unusable{fmt.Sprintf("%s: %v", where, err)}
 	}
 	if err := same(res, want); err != nil {
-		return nil, &BadInput{fmt.Sprintf("%s %v; a baseline must be a run of the same job", where, err)}
+		return nil, &Unusable{fmt.Sprintf("%s %v; a baseline must be a run of the same job", where, err)}
 	}
 	return res, nil
 }
@@ -259,7 +410,7 @@ func same(res *report.Result, want Want) error {
 func Baseline(res *report.Result, from string, l judge.Limits) (*judge.Baseline, error) {
 	rates, firstMS, _ := judge.Figures(res.Replies, l)
 	if len(rates) == 0 || len(firstMS) == 0 {
-		return nil, &BadInput{fmt.Sprintf("%s holds no decode rate and first token to compare with (verdict %s)", from, res.Verdict)}
+		return nil, &Unusable{fmt.Sprintf("%s holds no decode rate and first token to compare with (verdict %s)", from, res.Verdict)}
 	}
 	return &judge.Baseline{File: from, Rate: judge.Median(rates), FirstTokenMS: judge.Median(firstMS)}, nil
 }
@@ -272,14 +423,19 @@ func (s *Source) artifact(ctx context.Context, run Run, name string) (*github.Ar
 	list, ok := s.artifacts[run.ID]
 	if !ok {
 		opts := &github.ListOptions{PerPage: 100}
+		read := map[int]bool{}
 		for {
 			page, resp, err := s.Client.Actions.ListWorkflowRunArtifacts(ctx, s.Owner, s.Repo, run.ID, opts)
 			if err != nil {
-				return nil, apiError(err, fmt.Sprintf("the artifacts of run %d", run.ID))
+				return nil, stopped(ctx, apiError(err, fmt.Sprintf("the artifacts of run %d", run.ID)))
 			}
 			list = append(list, page.Artifacts...)
+			read[max(opts.Page, 1)] = true
 			if resp.NextPage == 0 {
 				break
+			}
+			if len(page.Artifacts) == 0 || read[resp.NextPage] || len(read) == maxPages {
+				return nil, &Unusable{fmt.Sprintf("the artifacts of run %d (%s on %s) are not listed in at most %d pages without an empty or repeated one; the list is not read further", run.ID, run.URL, run.Branch, maxPages)}
 			}
 			opts.Page = resp.NextPage
 		}
@@ -298,55 +454,101 @@ func (s *Source) artifact(ctx context.Context, run Run, name string) (*github.Ar
 	return found, nil
 }
 
-// download fetches an artifact's zip: the API answers with a redirect to a
-// signed URL on a storage host, fetched without the token, at most max bytes.
+// download fetches an artifact's zip: the API answers with a 302 (or a 307)
+// to a signed URL on a storage host, fetched with a client of its own that
+// sends no token and follows no further redirect. Any other redirect is
+// refused: followed by the API's client, it would carry the token to the
+// host it names. At most max bytes.
 func (s *Source) download(ctx context.Context, a *github.Artifact, max int64) ([]byte, error) {
-	u, resp0, err := s.Client.Actions.DownloadArtifact(ctx, s.Owner, s.Repo, a.GetID(), 3)
+	// maxRedirects 0: go-github follows a 301 itself, through the client
+	// that adds the token.
+	u, resp0, err := s.Client.Actions.DownloadArtifact(ctx, s.Owner, s.Repo, a.GetID(), 0)
 	if err != nil {
-		// The redirect is not checked as other answers are: its status is
-		// all there is.
-		if resp0 != nil {
-			err = &github.ErrorResponse{Response: resp0.Response, Message: resp0.Status}
+		if resp0 == nil || resp0.Response == nil {
+			return nil, stopped(ctx, apiError(err, "the download"))
 		}
-		return nil, apiError(err, "the download")
+		loc := resp0.Header.Get("Location")
+		switch st := resp0.StatusCode; {
+		case st == http.StatusTemporaryRedirect:
+			if u, err = url.Parse(loc); err != nil {
+				return nil, &Unusable{fmt.Sprintf("the download answered %s to %s, not a URL", resp0.Status, short(loc))}
+			}
+		case st >= 300 && st < 400:
+			return nil, &Unusable{fmt.Sprintf("the download answered %s to %s; only a 302 or 307 to the storage host is followed (without the token), so it is refused", resp0.Status, short(loc))}
+		default:
+			// The redirect is not checked as other answers are: its
+			// status is all there is.
+			return nil, stopped(ctx, apiError(&github.ErrorResponse{Response: resp0.Response, Message: resp0.Status}, "the download"))
+		}
+	}
+	if u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+		return nil, &Unusable{fmt.Sprintf("the download's redirect names %s, not a web address; refused", short(u.String()))}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-	hc := s.Download
-	if hc == nil {
-		hc = &http.Client{Timeout: 5 * time.Minute}
+	hc := http.Client{Timeout: 5 * time.Minute}
+	if s.Download != nil {
+		hc = *s.Download
 	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("the download failed: %v", err)
+		return nil, stopped(ctx, fmt.Errorf("the download failed: %v", err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the download answered %s", resp.Status)
+		return nil, fmt.Errorf("the download from the storage host answered %s (no redirect from it is followed)", resp.Status)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("the download failed: %v", err)
+		return nil, stopped(ctx, fmt.Errorf("the download failed: %v", err))
 	}
 	if int64(len(b)) > max {
-		return nil, &BadInput{fmt.Sprintf("the download is more than the %d bytes a baseline may be", max)}
+		return nil, &Unusable{fmt.Sprintf("the download is more than the %d bytes a baseline may be", max)}
 	}
 	return b, nil
 }
 
-// Extract writes what a baseline needs of an artifact's zip (result.json,
-// reply_N.json, warmup_N.json at its top) into dir. A zip with an entry whose
-// path would leave dir, a link, an entry that grows past the bound, or two
-// entries of one path (which copy counts would depend on the reader) is
-// refused whole.
+// The bounds of an extraction, whatever the zip: a baseline's files are a
+// result.json and a reply file per reply, a few hundred KiB for a run of
+// --max-replies 100.
+const (
+	maxFile    = 16 << 20 // one entry written (report.MaxFile, what is read back)
+	maxTotal   = 32 << 20 // all the entries written
+	maxEntries = 10_000   // entries in the archive, whether written or not
+)
+
+// wanted are the files a baseline reads: its result.json and the replies.
+// Warm-ups are never judged and never written.
+var wanted = regexp.MustCompile(`^(result\.json|reply_\d+\.json)$`)
+
+// centralHeader starts each entry of a zip's central directory: counting it
+// in the bytes bounds the entries before archive/zip holds them all.
+var centralHeader = []byte("PK\x01\x02")
+
+// Extract writes what a baseline needs of an artifact's zip (result.json
+// and reply_N.json at its top) into dir. A zip with more than 10000
+// entries, an entry whose path would leave dir, a link, two entries of one
+// path (which copy counts would depend on the reader), an entry of more than
+// 16 MiB, or entries to write of more than 32 MiB together, is refused
+// whole. Each entry is copied to its file as it is inflated, never held.
 func Extract(b []byte, dir string) error {
+	// Each entry has a central header, so this counts at least the
+	// entries (compressed bytes may add to it, never take away).
+	if n := bytes.Count(b, centralHeader); n > maxEntries {
+		return fmt.Errorf("the archive has more than %d entries (%d headers); refused", maxEntries, n)
+	}
 	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return fmt.Errorf("not a zip archive (%v)", err)
 	}
+	if len(zr.File) > maxEntries {
+		return fmt.Errorf("the archive has %d entries, more than %d; refused", len(zr.File), maxEntries)
+	}
 	seen := map[string]bool{}
+	var total uint64
 	for _, f := range zr.File {
 		name := f.Name
 		clean := path.Clean(strings.TrimSuffix(name, "/"))
@@ -360,40 +562,66 @@ func Extract(b []byte, dir string) error {
 		if m := f.Mode(); !m.IsRegular() && !m.IsDir() {
 			return fmt.Errorf("the entry %q is not a regular file (%v); refused", name, m.Type())
 		}
+		if !wanted.MatchString(name) {
+			continue
+		}
+		if f.UncompressedSize64 > maxFile {
+			return fmt.Errorf("the entry %q is %d bytes, more than %d", name, f.UncompressedSize64, maxFile)
+		}
+		if total += f.UncompressedSize64; total > maxTotal {
+			return fmt.Errorf("the entries a baseline reads (result.json, reply_N.json) come to more than the %d bytes a baseline may be; refused", maxTotal)
+		}
 	}
+	// The headers' sizes were summed; archive/zip refuses an entry that
+	// inflates past its header's size, and each copy is bounded again.
+	left := int64(maxTotal)
 	for _, f := range zr.File {
 		if !wanted.MatchString(f.Name) {
 			continue
 		}
-		if f.UncompressedSize64 > maxFile {
-			return fmt.Errorf("the entry %q is %d bytes, more than %d", f.Name, f.UncompressedSize64, maxFile)
-		}
-		if err := extractFile(f, filepath.Join(dir, f.Name)); err != nil {
+		n, err := extractFile(f, filepath.Join(dir, f.Name), min(maxFile, left))
+		if err != nil {
 			return err
 		}
+		left -= n
 	}
 	return nil
 }
 
-const maxFile = 16 << 20
-
-var wanted = regexp.MustCompile(`^(result\.json|(reply|warmup)_\d+\.json)$`)
-
-func extractFile(f *zip.File, dst string) error {
+// extractFile copies entry f to a new file dst, at most max bytes.
+func extractFile(f *zip.File, dst string, max int64) (int64, error) {
 	rc, err := f.Open()
 	if err != nil {
-		return fmt.Errorf("the entry %q cannot be read (%v)", f.Name, err)
+		return 0, fmt.Errorf("the entry %q cannot be read (%v)", f.Name, err)
 	}
 	defer rc.Close()
-	// The header's size may lie: read one byte past the bound.
-	b, err := io.ReadAll(io.LimitReader(rc, maxFile+1))
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("the entry %q cannot be read (%v)", f.Name, err)
+		return 0, err
 	}
-	if len(b) > maxFile {
-		return fmt.Errorf("the entry %q is more than %d bytes", f.Name, maxFile)
+	// The header's size may lie: copy one byte past the bound.
+	n, err := io.Copy(out, io.LimitReader(rc, max+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
 	}
-	return os.WriteFile(dst, b, 0o644)
+	if err != nil || n > max {
+		os.Remove(dst)
+	}
+	switch {
+	case err != nil:
+		return n, fmt.Errorf("the entry %q cannot be read (%v)", f.Name, err)
+	case n > max:
+		return n, fmt.Errorf("the entry %q is more than %d bytes, or the entries a baseline reads come to more than %d; refused", f.Name, max, maxTotal)
+	}
+	return n, nil
+}
+
+// short is untrusted text from an answer, quoted on one line and bounded.
+func short(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // apiError says what a failed call means and what to grant.

@@ -7,12 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-github/v60/github"
@@ -105,12 +111,12 @@ func TestResult(t *testing.T) {
 		{name: "no run on the pattern", art: fakegithub.Artifact{Zip: good}, pattern: "release/2.*", want: "not found: no successful run of release-gate-matrix.yml on release/2.*"},
 		{name: "no such artifact", art: fakegithub.Artifact{Name: "npu-serve-smoke-Qwen3-0.6B-igpu", Zip: good}, pattern: "release/**", want: "not found: run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2) has no artifact npu-serve-smoke-Qwen3-0.6B-npu"},
 		{name: "expired", art: fakegithub.Artifact{Zip: good, Expired: true}, pattern: "release/**", want: "not found: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2) has expired"},
-		{name: "another model", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)})}, pattern: "release/**", want: `bad input: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2) is a run of model "Qwen3-8B", not "Qwen3-0.6B"`},
+		{name: "another model", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)})}, pattern: "release/**", want: `unusable: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2) is a run of model "Qwen3-8B", not "Qwen3-0.6B"`},
 		{name: "another check", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", "npu serve smoke (Qwen3-0.6B, igpu)")})}, pattern: "release/**", want: `is a run of check "npu serve smoke (Qwen3-0.6B, igpu)", not "npu serve smoke (Qwen3-0.6B, npu)"`},
-		{name: "listed too large", art: fakegithub.Artifact{Zip: good, Size: 1 << 30}, pattern: "release/**", want: "bad input: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2) is 1073741824 bytes, more than the 67108864 a baseline may be"},
-		{name: "larger than listed", art: fakegithub.Artifact{Zip: good, Size: 100}, pattern: "release/**", max: 200, want: "bad input: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2): the download is more than the 200 bytes a baseline may be"},
-		{name: "not a zip", art: fakegithub.Artifact{Zip: []byte("<html>not found</html>")}, pattern: "release/**", want: "bad input: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2): not a zip archive (zip: not a valid zip file)"},
-		{name: "zip slip", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)}, entry{name: "../../evil.sh", body: "x"})}, pattern: "release/**", want: `bad input: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2): the entry "../../evil.sh" leaves the archive's directory; refused`},
+		{name: "listed too large", art: fakegithub.Artifact{Zip: good, Size: 1 << 30}, pattern: "release/**", want: "unusable: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2) is 1073741824 bytes, more than the 67108864 a baseline may be"},
+		{name: "larger than listed", art: fakegithub.Artifact{Zip: good, Size: 100}, pattern: "release/**", max: 200, want: "unusable: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2): the download is more than the 200 bytes a baseline may be"},
+		{name: "not a zip", art: fakegithub.Artifact{Zip: []byte("<html>not found</html>")}, pattern: "release/**", want: "unusable: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2): not a zip archive (zip: not a valid zip file)"},
+		{name: "zip slip", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)}, entry{name: "../../evil.sh", body: "x"})}, pattern: "release/**", want: `unusable: artifact npu-serve-smoke-Qwen3-0.6B-npu of run 3 (https://github.com/acme/serve/actions/runs/3 on release/1.2): the entry "../../evil.sh" leaves the archive's directory; refused`},
 		{name: "absolute path", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "/etc/x", body: "x"})}, pattern: "release/**", want: `the entry "/etc/x" leaves the archive's directory; refused`},
 		{name: "a link", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: "/etc/passwd", link: true})}, pattern: "release/**", want: `the entry "result.json" is not a regular file`},
 		{name: "an entry twice", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)}, entry{name: "result.json", body: result("Qwen3-0.6B", check)})}, pattern: "release/**", want: `the entry "result.json" is in the archive twice; refused`},
@@ -160,17 +166,21 @@ func TestResult(t *testing.T) {
 func kindOf(err error) string {
 	var nf *NotFound
 	var bad *BadInput
+	var un *Unusable
 	switch {
 	case errors.As(err, &nf):
 		return "not found"
 	case errors.As(err, &bad):
 		return "bad input"
+	case errors.As(err, &un):
+		return "unusable"
 	}
 	return "error"
 }
 
-// The runs are read page by page (Link headers), and the download follows
-// the API's redirect without sending the token to the storage host.
+// The runs are read page by page (Link headers), one event at a time, and
+// the download follows the API's redirect without sending the token to the
+// storage host.
 func TestCalls(t *testing.T) {
 	gh, src, _ := fixture(t, fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})})
 	for range 150 {
@@ -184,8 +194,10 @@ func TestCalls(t *testing.T) {
 	if _, err := src.Result(context.Background(), run, ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}); err != nil {
 		t.Fatal(err)
 	}
-	want := `GET /repos/acme/serve/actions/workflows/release-gate-matrix.yml/runs?per_page=100&status=success 200
-GET /repos/acme/serve/actions/workflows/release-gate-matrix.yml/runs?page=2&per_page=100&status=success 200
+	want := `GET /repos/acme/serve/actions/workflows/release-gate-matrix.yml/runs?event=push&per_page=100&status=success 200
+GET /repos/acme/serve/actions/workflows/release-gate-matrix.yml/runs?event=push&page=2&per_page=100&status=success 200
+GET /repos/acme/serve/actions/workflows/release-gate-matrix.yml/runs?event=workflow_dispatch&per_page=100&status=success 200
+GET /repos/acme/serve/actions/workflows/release-gate-matrix.yml/runs?event=release&per_page=100&status=success 200
 GET /repos/acme/serve/actions/runs/3/artifacts?per_page=100 200
 GET /repos/acme/serve/actions/artifacts/10/zip 302
 GET /_blob/artifacts/10 200
@@ -298,5 +310,309 @@ func TestArtifactsPages(t *testing.T) {
 	}
 	if pages != 2 {
 		t.Errorf("the artifacts were read in %d pages, want 2", pages)
+	}
+}
+
+// Only runs the repository's own code made can be a baseline: a fork's
+// pull_request run, listed under a branch name the fork chose, is never
+// one, nor a run of another event, even when the API does not filter.
+func TestOwnRunsOnly(t *testing.T) {
+	wf := ".github/workflows/release-gate-matrix.yml"
+	for _, tc := range []struct {
+		name        string
+		run         fakegithub.WorkflowRun
+		ignoreEvent bool // the API drops event=: the client's own check decides
+		taken       bool
+	}{
+		{name: "a fork's pull_request", run: fakegithub.WorkflowRun{Event: "pull_request", HeadRepo: "mallory/serve"}},
+		{name: "a fork's pull_request, unfiltered", run: fakegithub.WorkflowRun{Event: "pull_request", HeadRepo: "mallory/serve"}, ignoreEvent: true},
+		{name: "a pull_request of the repository, unfiltered", run: fakegithub.WorkflowRun{Event: "pull_request"}, ignoreEvent: true},
+		{name: "a workflow_run, unfiltered", run: fakegithub.WorkflowRun{Event: "workflow_run"}, ignoreEvent: true},
+		{name: "a push from another repository", run: fakegithub.WorkflowRun{Event: "push", HeadRepo: "mallory/serve"}},
+		{name: "a push", run: fakegithub.WorkflowRun{Event: "push"}, taken: true},
+		{name: "a workflow_dispatch", run: fakegithub.WorkflowRun{Event: "workflow_dispatch"}, taken: true},
+		{name: "a release", run: fakegithub.WorkflowRun{Event: "release"}, taken: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh, src, old := fixture(t, fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})})
+			if tc.ignoreEvent {
+				gh.IgnoreEvent()
+			}
+			r := tc.run
+			r.Workflow, r.HeadBranch, r.HeadSHA, r.Conclusion = wf, "release/1.9", strings.Repeat("b", 40), "success"
+			id := gh.AddRun(r)
+			want := old
+			if tc.taken {
+				want = id
+			}
+			run, err := src.Latest(context.Background())
+			if err != nil || run.ID != want {
+				t.Errorf("Latest() = run %d, %v; want run %d", run.ID, err, want)
+			}
+		})
+	}
+}
+
+// Extraction is bounded as a whole: bytes written, entries, and only the
+// files a baseline reads (no warm-ups).
+func TestExtractBounds(t *testing.T) {
+	reply := func(n, size int) entry {
+		return entry{name: fmt.Sprintf("reply_%d.json", n), body: fmt.Sprintf(`{"n": %d, "content": "%s"}`, n, strings.Repeat("a", size))}
+	}
+	res := entry{name: "result.json", body: result("Qwen3-0.6B", check)}
+	many := []entry{res}
+	for i := range 10_001 {
+		many = append(many, entry{name: fmt.Sprintf("logs/%d.txt", i), body: "x"})
+	}
+	for _, tc := range []struct {
+		name    string
+		entries []entry
+		want    string // "": extracted
+		files   []string
+	}{
+		{name: "no warm-ups", entries: []entry{res, reply(1, 10), {name: "warmup_1.json", body: `{"n": 1, "warmup": true}`}}, files: []string{"reply_1.json", "result.json"}},
+		{name: "replies past the total", entries: []entry{res, reply(1, 12<<20), reply(2, 12<<20), reply(3, 12<<20)}, want: "more than the 33554432 bytes"},
+		{name: "too many entries", entries: many, want: "more than 10000 entries"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			err := Extract(zipOf(t, tc.entries...), dir)
+			var files []string
+			var written int64
+			filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+				if d != nil && !d.IsDir() {
+					fi, _ := d.Info()
+					written += fi.Size()
+					files = append(files, d.Name())
+				}
+				return nil
+			})
+			if tc.want == "" {
+				if err != nil || !cmp.Equal(files, tc.files) {
+					t.Errorf("Extract() wrote %q, %v; want %q", files, err, tc.files)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Extract() = %v, want an error with %q", err, tc.want)
+			}
+			if written > 32<<20 {
+				t.Errorf("Extract() wrote %d bytes before it refused, more than 32 MiB", written)
+			}
+		})
+	}
+}
+
+// storage is a storage host that records the Authorization header of every
+// request and serves zip.
+func storage(t *testing.T, zip []byte) (*httptest.Server, *[]string) {
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Write(zip)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &auth
+}
+
+// The download's redirect is followed without the token, and only a 302 or
+// 307: any other is refused, whatever host it names.
+func TestDownloadRedirects(t *testing.T) {
+	good := zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})
+	for _, tc := range []struct {
+		status int
+		want   string // "": downloaded
+	}{
+		{status: http.StatusFound},
+		{status: http.StatusTemporaryRedirect},
+		{status: http.StatusMovedPermanently, want: "answered 301 Moved Permanently"},
+		{status: http.StatusPermanentRedirect, want: "answered 308 Permanent Redirect"},
+		{status: http.StatusSeeOther, want: "answered 303 See Other"},
+	} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			gh, src, _ := fixture(t, fakegithub.Artifact{Zip: good})
+			store, auth := storage(t, good)
+			gh.Fail(fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(`/actions/artifacts/\d+/zip$`), Status: tc.status,
+				Header: map[string]string{"Location": store.URL + "/blob?sig=1"}})
+			run, err := src.Latest(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = src.Result(context.Background(), run, ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check})
+			for _, a := range *auth {
+				if a != "" {
+					t.Errorf("the storage host received Authorization %q", a)
+				}
+			}
+			if tc.want == "" {
+				if err != nil || len(*auth) != 1 {
+					t.Errorf("Result() after a %d = %v, with %d downloads; want the artifact, downloaded once", tc.status, err, len(*auth))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Result() after a %d = %v, want an error with %q", tc.status, err, tc.want)
+			}
+			if len(*auth) != 0 {
+				t.Errorf("the refused redirect was followed %d times", len(*auth))
+			}
+		})
+	}
+}
+
+// runsAPI answers the runs list as a broken or hostile API does, and stops
+// answering (500) after 200 requests, so that a client without a bound
+// still ends.
+func runsAPI(t *testing.T, answer func(w http.ResponseWriter, r *http.Request)) (*Source, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) > 200 {
+			http.Error(w, `{"message": "enough"}`, http.StatusInternalServerError)
+			return
+		}
+		answer(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	client := github.NewClient(nil).WithAuthToken("ghs_fake")
+	client.BaseURL, _ = url.Parse(srv.URL + "/")
+	return &Source{Client: client, Owner: "acme", Repo: "serve", Workflow: "release-gate-matrix.yml", Pattern: "release/**"}, &n
+}
+
+// The runs are read within bounds: a page bound, a repeated next link, and
+// one deadline for the whole fetch; each is a notice, not a failure.
+func TestRunsBounded(t *testing.T) {
+	page := func(w http.ResponseWriter, r *http.Request, next int, runs string) {
+		u := *r.URL
+		q := u.Query()
+		q.Set("page", strconv.Itoa(next))
+		u.RawQuery = q.Encode()
+		w.Header().Set("Link", fmt.Sprintf(`<http://%s%s>; rel="next"`, r.Host, u.String()))
+		fmt.Fprintf(w, `{"total_count": 1000000, "workflow_runs": [%s]}`, runs)
+	}
+	other := func(id int) string {
+		return fmt.Sprintf(`{"id": %d, "head_branch": "main", "event": "push", "status": "completed", "conclusion": "success", "head_repository": {"full_name": "acme/serve"}}`, id)
+	}
+	pageOf := func(r *http.Request) int {
+		p, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		return max(p, 1)
+	}
+	for _, tc := range []struct {
+		name    string
+		answer  func(w http.ResponseWriter, r *http.Request)
+		timeout time.Duration
+		want    string
+		most    int64 // requests
+	}{
+		{name: "empty pages with next", answer: func(w http.ResponseWriter, r *http.Request) { page(w, r, pageOf(r)+1, "") }, want: "an empty page", most: 3},
+		{name: "the same page again", answer: func(w http.ResponseWriter, r *http.Request) { page(w, r, 2, other(pageOf(r))) }, want: "names page 2 again", most: 3 * 2},
+		{name: "pages without end", answer: func(w http.ResponseWriter, r *http.Request) {
+			var runs []string
+			for i := range 100 {
+				runs = append(runs, other(pageOf(r)*100+i))
+			}
+			page(w, r, pageOf(r)+1, strings.Join(runs, ","))
+		}, want: "no run in the newest", most: 3 * 5},
+		{name: "an API that never answers", answer: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, timeout: 100 * time.Millisecond, want: "took longer than 100ms", most: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, n := runsAPI(t, tc.answer)
+			src.Timeout = tc.timeout
+			_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+			if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Find() = %s: %v; want a notice with %q", kind, err, tc.want)
+			}
+			if got := n.Load(); got > tc.most {
+				t.Errorf("Find() asked %d times, want at most %d", got, tc.most)
+			}
+		})
+	}
+}
+
+// A candidate that cannot serve is skipped, named with why, for the next
+// older one, among the newest Candidates; none that can is a notice.
+func TestFind(t *testing.T) {
+	wf := ".github/workflows/release-gate-matrix.yml"
+	good := zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})
+	bad := map[string]fakegithub.Artifact{
+		"not a zip":      {Zip: []byte("<html>not found</html>")},
+		"another model":  {Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)})},
+		"too large":      {Zip: good, Size: 1 << 30},
+		"no result.json": {Zip: zipOf(t, entry{name: "serve.log", body: "x"})},
+		"unsafe":         {Zip: zipOf(t, entry{name: "../result.json", body: result("Qwen3-0.6B", check)})},
+		"no figures":     {Zip: zipOf(t, entry{name: "result.json", body: `{"schema": "npu-serve-smoke/v1", "verdict": "fail", "run": {"model": "Qwen3-0.6B", "check_name": "` + check + `"}}`})},
+	}
+	for why, art := range bad {
+		t.Run(why, func(t *testing.T) {
+			gh, src, old := fixture(t, fakegithub.Artifact{Zip: good})
+			id := gh.AddRun(fakegithub.WorkflowRun{Workflow: wf, HeadBranch: "release/1.9", Conclusion: "success"})
+			art.RunID, art.Name = id, ArtifactName(check)
+			gh.AddArtifact(art)
+			f, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+			if err != nil || f.Run.ID != old || f.Baseline == nil || f.Baseline.Rate != 100 {
+				t.Fatalf("Find() = %+v, %v; want run %d's baseline of 100 tok/s", f, err, old)
+			}
+			if want := fmt.Sprintf("run %d (https://github.com/acme/serve/actions/runs/%d on release/1.9)", id, id); len(f.Skipped) != 1 || !strings.Contains(f.Skipped[0], want) {
+				t.Errorf("Find() skipped %q, want one naming %s", f.Skipped, want)
+			}
+		})
+	}
+	t.Run("more bad candidates than tried", func(t *testing.T) {
+		gh, src, _ := fixture(t, fakegithub.Artifact{Zip: good})
+		for range Candidates {
+			id := gh.AddRun(fakegithub.WorkflowRun{Workflow: wf, HeadBranch: "release/1.9", Conclusion: "success"})
+			gh.AddArtifact(fakegithub.Artifact{RunID: id, Name: ArtifactName(check), Zip: bad["another model"].Zip})
+		}
+		f, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+		if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), "none of the 5 newest successful runs") || len(f.Skipped) != Candidates {
+			t.Errorf("Find() = %s: %v, skipped %d; want a notice after %d skipped", kind, err, len(f.Skipped), Candidates)
+		}
+		downloads := 0
+		for _, c := range gh.Calls() {
+			if strings.HasPrefix(c.Path, fakegithub.BlobPath) {
+				downloads++
+			}
+		}
+		if downloads != Candidates {
+			t.Errorf("Find() downloaded %d artifacts, want %d", downloads, Candidates)
+		}
+	})
+	t.Run("a token that may not read", func(t *testing.T) {
+		gh, src, _ := fixture(t, fakegithub.Artifact{Zip: good})
+		gh.Fail(fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(`/runs$`), Status: http.StatusForbidden})
+		_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+		if kind := kindOf(err); kind != "bad input" || !strings.Contains(err.Error(), "actions: read") {
+			t.Errorf("Find() with a 403 = %s: %v; want bad input naming the permission", kind, err)
+		}
+	})
+}
+
+// A run's artifacts list that repeats a page, or answers an empty one with
+// a next link, is not read further: that candidate is skipped.
+func TestArtifactsBounded(t *testing.T) {
+	for name, body := range map[string]string{
+		"empty page with next": `{"total_count": 5, "artifacts": []}`,
+		"the same page again":  `{"total_count": 5, "artifacts": [{"id": 99, "name": "other"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			gh, src, _ := fixture(t, fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})})
+			gh.Fail(fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(`/runs/\d+/artifacts$`), Status: http.StatusOK, Body: body,
+				Header: map[string]string{"Link": `<http://example.invalid/repos/acme/serve/actions/runs/3/artifacts?page=1>; rel="next"`}})
+			f, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+			if kind := kindOf(err); kind != "not found" || len(f.Skipped) == 0 || !strings.Contains(f.Skipped[0], "the list is not read further") {
+				t.Errorf("Find() = %s: %v, skipped %q; want the candidate skipped for its list", kind, err, f.Skipped)
+			}
+			lists := 0
+			for _, c := range gh.Calls() {
+				if strings.HasSuffix(c.Path, "/artifacts") {
+					lists++
+				}
+			}
+			if lists > 2*Candidates {
+				t.Errorf("Find() read %d pages of artifacts, want at most 2 per candidate", lists)
+			}
+		})
 	}
 }
