@@ -31,9 +31,20 @@ func TestCount(t *testing.T) {
 			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 1000 is above max_tokens 32; timings.predicted_n 500 is above max_tokens 32: not believed; counted 10 from the chunks with content instead"}},
 		{"more than the text can hold", Reply{CompletionTokens: ptr(30), Chunks: 10, MaxTokens: 64, Content: "0123456789", Reasoning: "abcdefghij"},
 			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 30 is more than the 20 bytes of text the stream carried can hold: not believed; counted 10 from the chunks with content instead"}},
-		{"the text and the special tokens, exactly", Reply{CompletionTokens: ptr(24), Chunks: 10, MaxTokens: 64, Content: "0123456789", Reasoning: "abcdefghij"}, Count{N: 24, Source: SourceUsage}},
+		{"the text and the special tokens, exactly", Reply{CompletionTokens: ptr(24), Chunks: 20, MaxTokens: 64, Content: "0123456789", Reasoning: "abcdefghij"}, Count{N: 24, Source: SourceUsage}},
 		{"one byte of text", Reply{CompletionTokens: ptr(6), Chunks: 1, MaxTokens: 64, Content: "x"},
 			Count{N: 1, Source: SourceChunks, Doubt: "usage.completion_tokens 6 is more than the 1 byte of text the stream carried can hold: not believed; counted 1 from the chunks with content instead"}},
+		// A count above the chunks it came in needs text for its tokens:
+		// 3 bytes a token beyond the special ones.
+		{"four more than the chunks, on its own", Reply{CompletionTokens: ptr(14), Chunks: 10, MaxTokens: 64, Content: "0123456789"}, Count{N: 14, Source: SourceUsage}},
+		{"five more than the chunks, the text holds them", Reply{CompletionTokens: ptr(15), Chunks: 10, MaxTokens: 64, Content: strings.Repeat("x", 33)}, Count{N: 15, Source: SourceUsage}},
+		{"five more than the chunks, the text a byte short", Reply{CompletionTokens: ptr(15), Chunks: 10, MaxTokens: 64, Content: strings.Repeat("x", 32)},
+			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 15 is more than the 10 chunks it came in, and their 32 bytes of text are 2.1 a token (a serve sending several tokens a chunk sends 3 bytes a token or more): not believed; counted 10 from the chunks with content instead"}},
+		{"a counter that lies within the text's bound", Reply{CompletionTokens: ptr(32), Chunks: 10, MaxTokens: 64, Content: " ab ab ab ab ab ab ab ab ab ab"},
+			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 32 is more than the 10 chunks it came in, and their 30 bytes of text are 0.9 a token (a serve sending several tokens a chunk sends 3 bytes a token or more): not believed; counted 10 from the chunks with content instead"}},
+		{"the reasoning is text too", Reply{CompletionTokens: ptr(15), Chunks: 10, MaxTokens: 64, Content: strings.Repeat("x", 16), Reasoning: strings.Repeat("y", 17)}, Count{N: 15, Source: SourceUsage}},
+		{"the server's count alike", Reply{Server: &ServerTimings{PredictedN: 32}, Chunks: 10, MaxTokens: 64, Content: " ab ab ab ab ab ab ab ab ab ab"},
+			Count{N: 10, Source: SourceChunks, Doubt: "timings.predicted_n 32 is more than the 10 chunks it came in, and their 30 bytes of text are 0.9 a token (a serve sending several tokens a chunk sends 3 bytes a token or more): not believed; counted 10 from the chunks with content instead"}},
 		{"cut text is not a bound", Reply{CompletionTokens: ptr(30), Chunks: 10, MaxTokens: 64, Truncated: true, Content: "0123456789"}, Count{N: 30, Source: SourceUsage}},
 		{"no max_tokens recorded: an older reply file, taken as it was", Reply{CompletionTokens: ptr(90), Chunks: 90, Content: "x"}, Count{N: 90, Source: SourceUsage}},
 	}
