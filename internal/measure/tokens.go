@@ -25,6 +25,9 @@ type Count struct {
 	// Doubt says which count of the serve's was not believed and why; N is
 	// then the next count that holds (in the end, the chunks counted).
 	Doubt string `json:"doubt,omitempty"`
+	// Chunked says, when N is the serve's count and more than SpecialTokens
+	// above the chunks, what made it believed: the text the chunks carried.
+	Chunked string `json:"chunked,omitempty"`
 }
 
 // Count gives usage.completion_tokens, else the server's
@@ -39,7 +42,7 @@ func (r *Reply) Count() Count {
 		n := *r.CompletionTokens
 		why := r.implausible(n)
 		if why == "" {
-			return Count{N: n, Source: SourceUsage}
+			return Count{N: n, Source: SourceUsage, Chunked: r.chunked(n)}
 		}
 		doubts = append(doubts, fmt.Sprintf("usage.completion_tokens %d %s", n, why))
 	}
@@ -47,7 +50,7 @@ func (r *Reply) Count() Count {
 		n := r.Server.PredictedN
 		why := r.implausible(n)
 		if why == "" {
-			return Count{N: n, Source: SourceServer, Doubt: doubt(doubts, n, SourceServer)}
+			return Count{N: n, Source: SourceServer, Doubt: doubt(doubts, n, SourceServer), Chunked: r.chunked(n)}
 		}
 		doubts = append(doubts, fmt.Sprintf("timings.predicted_n %d %s", n, why))
 	}
@@ -82,6 +85,17 @@ func (r *Reply) implausible(n int) string {
 			plural(r.Chunks, "chunk"), plural(text, "byte"), float64(text)/float64(n), ChunkedTokenBytes)
 	}
 	return ""
+}
+
+// chunked is what makes n tokens, a count implausible did not doubt, believed
+// when it is more than SpecialTokens above the chunks: their text, "" when
+// the count needs no such evidence (or was not checked).
+func (r *Reply) chunked(n int) string {
+	if r.MaxTokens <= 0 || r.Truncated || n <= r.Chunks+SpecialTokens {
+		return ""
+	}
+	text := len(r.Content) + len(r.Reasoning)
+	return fmt.Sprintf("%d tokens in %s with %s of text, %.1f a token", n, plural(r.Chunks, "chunk"), plural(text, "byte"), float64(text)/float64(n))
 }
 
 func doubt(doubts []string, n int, source string) string {

@@ -19,7 +19,8 @@ func TestCount(t *testing.T) {
 		{"server when no usage", Reply{Server: &ServerTimings{PredictedN: 39}, Chunks: 38, Content: text}, Count{N: 39, Source: SourceServer}},
 		{"chunks when the server sent no count", Reply{Server: &ServerTimings{PredictedPerSecond: 80}, Chunks: 38}, Count{N: 38, Source: SourceChunks}},
 		{"chunks when nothing else", Reply{Chunks: 7}, Count{N: 7, Source: SourceChunks}},
-		{"several tokens a chunk, within max_tokens, is honest", Reply{CompletionTokens: ptr(30), Chunks: 10, MaxTokens: 32, Content: text}, Count{N: 30, Source: SourceUsage}},
+		{"several tokens a chunk, within max_tokens, is honest", Reply{CompletionTokens: ptr(30), Chunks: 10, MaxTokens: 32, Content: text},
+			Count{N: 30, Source: SourceUsage, Chunked: "30 tokens in 10 chunks with 100 bytes of text, 3.3 a token"}},
 		{"exactly max_tokens", Reply{CompletionTokens: ptr(32), Chunks: 32, MaxTokens: 32, Content: text}, Count{N: 32, Source: SourceUsage}},
 		{"above max_tokens: the chunks", Reply{CompletionTokens: ptr(1000), Chunks: 10, MaxTokens: 32, Content: text},
 			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 1000 is above max_tokens 32: not believed; counted 10 from the chunks with content instead"}},
@@ -37,16 +38,25 @@ func TestCount(t *testing.T) {
 		// A count above the chunks it came in needs text for its tokens:
 		// 3 bytes a token beyond the special ones.
 		{"four more than the chunks, on its own", Reply{CompletionTokens: ptr(14), Chunks: 10, MaxTokens: 64, Content: "0123456789"}, Count{N: 14, Source: SourceUsage}},
-		{"five more than the chunks, the text holds them", Reply{CompletionTokens: ptr(15), Chunks: 10, MaxTokens: 64, Content: strings.Repeat("x", 33)}, Count{N: 15, Source: SourceUsage}},
+		{"five more than the chunks, the text holds them", Reply{CompletionTokens: ptr(15), Chunks: 10, MaxTokens: 64, Content: strings.Repeat("x", 33)},
+			Count{N: 15, Source: SourceUsage, Chunked: "15 tokens in 10 chunks with 33 bytes of text, 2.2 a token"}},
 		{"five more than the chunks, the text a byte short", Reply{CompletionTokens: ptr(15), Chunks: 10, MaxTokens: 64, Content: strings.Repeat("x", 32)},
 			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 15 is more than the 10 chunks it came in, and their 32 bytes of text are 2.1 a token (a serve sending several tokens a chunk sends 3 bytes a token or more): not believed; counted 10 from the chunks with content instead"}},
 		{"a counter that lies within the text's bound", Reply{CompletionTokens: ptr(32), Chunks: 10, MaxTokens: 64, Content: " ab ab ab ab ab ab ab ab ab ab"},
 			Count{N: 10, Source: SourceChunks, Doubt: "usage.completion_tokens 32 is more than the 10 chunks it came in, and their 30 bytes of text are 0.9 a token (a serve sending several tokens a chunk sends 3 bytes a token or more): not believed; counted 10 from the chunks with content instead"}},
-		{"the reasoning is text too", Reply{CompletionTokens: ptr(15), Chunks: 10, MaxTokens: 64, Content: strings.Repeat("x", 16), Reasoning: strings.Repeat("y", 17)}, Count{N: 15, Source: SourceUsage}},
+		{"the reasoning is text too", Reply{CompletionTokens: ptr(15), Chunks: 10, MaxTokens: 64, Content: strings.Repeat("x", 16), Reasoning: strings.Repeat("y", 17)},
+			Count{N: 15, Source: SourceUsage, Chunked: "15 tokens in 10 chunks with 33 bytes of text, 2.2 a token"}},
+		{"the server's count, its text said", Reply{Server: &ServerTimings{PredictedN: 30}, Chunks: 10, MaxTokens: 64, Content: text},
+			Count{N: 30, Source: SourceServer, Chunked: "30 tokens in 10 chunks with 100 bytes of text, 3.3 a token"}},
+		{"usage doubted, the server's count believed on its text", Reply{CompletionTokens: ptr(1000), Server: &ServerTimings{PredictedN: 30}, Chunks: 10, MaxTokens: 64, Content: text},
+			Count{N: 30, Source: SourceServer, Chunked: "30 tokens in 10 chunks with 100 bytes of text, 3.3 a token",
+				Doubt: "usage.completion_tokens 1000 is above max_tokens 64: not believed; counted 30 from the serve's timings.predicted_n instead"}},
+		{"several a chunk, cut text: not checked, nothing said", Reply{CompletionTokens: ptr(30), Chunks: 10, MaxTokens: 64, Truncated: true, Content: "x"}, Count{N: 30, Source: SourceUsage}},
 		{"the server's count alike", Reply{Server: &ServerTimings{PredictedN: 32}, Chunks: 10, MaxTokens: 64, Content: " ab ab ab ab ab ab ab ab ab ab"},
 			Count{N: 10, Source: SourceChunks, Doubt: "timings.predicted_n 32 is more than the 10 chunks it came in, and their 30 bytes of text are 0.9 a token (a serve sending several tokens a chunk sends 3 bytes a token or more): not believed; counted 10 from the chunks with content instead"}},
 		{"cut text is not a bound", Reply{CompletionTokens: ptr(30), Chunks: 10, MaxTokens: 64, Truncated: true, Content: "0123456789"}, Count{N: 30, Source: SourceUsage}},
 		{"no max_tokens recorded: an older reply file, taken as it was", Reply{CompletionTokens: ptr(90), Chunks: 90, Content: "x"}, Count{N: 90, Source: SourceUsage}},
+		{"no max_tokens recorded, several a chunk: taken as it was, nothing said", Reply{CompletionTokens: ptr(30), Chunks: 10, Content: "x"}, Count{N: 30, Source: SourceUsage}},
 	}
 	for _, tt := range tests {
 		got := tt.r.Count()
