@@ -258,6 +258,12 @@ func expected(matrix string, expect []string) ([]fleet.Job, error) {
 	if matrix == "" && len(expect) == 0 {
 		errs = append(errs, errors.New("no expected job: pass --matrix (the jobs' matrix) or --expect, so that a job that never uploaded is a failed row, not a silent absence"))
 	}
+	if len(errs) == 0 && len(expect) > 0 {
+		// --expect's jobs beside the matrix's and each other.
+		if err := fleet.Distinct(jobs); err != nil {
+			errs = append(errs, fmt.Errorf("--matrix and --expect: %v", err))
+		}
+	}
 	return jobs, errors.Join(errs...)
 }
 

@@ -195,10 +195,10 @@ func (e *env) print(res *report.Result) {
 	}
 	report.Console(e.stdout, res)
 	if iv := res.Intervals.Rate; iv != nil {
-		fmt.Fprintf(e.stderr, "median rate %.1f tok/s, %s, over %d replies\n", iv.Median, report.IntervalText(iv, 1), iv.N)
+		fmt.Fprintf(e.stderr, "median rate %.1f tok/s, %s, over %s\n", iv.Median, report.IntervalText(iv, 1), report.Replies(iv.N))
 	}
 	if res.Extra.Replies > 0 {
-		e.stderr.Printf("%d replies more than --replies: %s", res.Extra.Replies, res.Extra.Why)
+		e.stderr.Printf("%s more than --replies: %s", report.Replies(res.Extra.Replies), res.Extra.Why)
 	}
 }
 

@@ -164,18 +164,37 @@ func checked(jobs []Job) ([]Job, error) {
 	if len(jobs) == 0 {
 		return nil, fmt.Errorf("the matrix has no job")
 	}
-	seen := map[string]bool{}
 	for _, j := range jobs {
 		if err := j.check(); err != nil {
 			return nil, err
 		}
-		name := j.CheckName("")
-		if seen[name] {
-			return nil, fmt.Errorf("two jobs are %s; each model and device (and preset) once", name)
-		}
-		seen[name] = true
+	}
+	if err := Distinct(jobs); err != nil {
+		return nil, err
 	}
 	return jobs, nil
+}
+
+// Distinct says when two jobs are one, or would upload one artifact: the
+// artifact's name joins the names with '-', which they may hold, and two
+// jobs with one artifact name could never both be found.
+func Distinct(jobs []Job) error {
+	seen := map[string]bool{}
+	artifacts := map[string]Job{}
+	for _, j := range jobs {
+		name := strings.TrimSpace(j.CheckName(""))
+		if seen[name] {
+			return fmt.Errorf("two jobs are %s; each model and device (and preset) once", name)
+		}
+		seen[name] = true
+		artifact := j.Artifact("")
+		if o, ok := artifacts[artifact]; ok {
+			return fmt.Errorf("the jobs %s and %s would upload one artifact (its name ends -%s: '-' joins the names and is in them), and the merge could find only one; rename one, e.g. with '_' or '.' for '-'",
+				strings.TrimSpace(o.CheckName("")), name, artifact)
+		}
+		artifacts[artifact] = j
+	}
+	return nil
 }
 
 // matches: every value of e is j's.

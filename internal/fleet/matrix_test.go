@@ -46,7 +46,12 @@ func TestParseMatrix(t *testing.T) {
 		{name: "a double dash", in: `{"model": ["a--b"], "device": ["npu"]}`, err: `model "a--b"`},
 		{name: "an unknown preset", in: `{"model": ["a"], "device": ["npu"], "preset": ["llamacpp"]}`, err: `preset "llamacpp": pass one of`},
 		{name: "a bad floor", in: `{"model": ["a"], "device": ["npu"], "floor": [0]}`, err: `floor "0" of job (a, npu): pass a positive number`},
-		{name: "twice", in: `[{"model": "a", "device": "npu"}, {"model": "a", "device": "npu", "x": "1"}]`, err: "two jobs are  (a, npu)"},
+		{name: "twice", in: `[{"model": "a", "device": "npu"}, {"model": "a", "device": "npu", "x": "1"}]`, err: "two jobs are (a, npu);"},
+		// The artifact's name joins the names with '-', which they may hold.
+		{name: "one artifact name for two jobs", in: `{"model": ["a-b", "a"], "device": ["npu", "b-npu"]}`,
+			err: "the jobs (a-b, npu) and (a, b-npu) would upload one artifact (its name ends -a-b-npu:"},
+		{name: "one artifact name, a preset", in: `[{"model": "a", "device": "npu-vllm"}, {"model": "a", "device": "npu", "preset": "vllm"}]`,
+			err: "the jobs (a, npu-vllm) and (a, npu, vllm) would upload one artifact (its name ends -a-npu-vllm:"},
 		{name: "not a list", in: `{"model": "a", "device": ["npu"]}`, err: `matrix key "model" is not a list`},
 		{name: "an object value", in: `{"model": [{"x": 1}], "device": ["npu"]}`, err: `matrix key "model" holds`},
 	} {

@@ -189,7 +189,7 @@ const Disagree = 0.05
 func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	a := Assertion{Name: Rate}
 	var rates []float64
-	var each, other, missing, regressed, disagree []string
+	var each, other, missing, regressed, disagree, chunked []string
 	approximate, others := 0, 0
 	for i := range replies {
 		r := &replies[i]
@@ -217,6 +217,9 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 		if _, src := r.Tokens(); src == measure.SourceChunks && l.RateSource != RateServer {
 			approximate++
 		}
+		if c := r.Count(); c.Chunked != "" {
+			chunked = append(chunked, fmt.Sprintf("reply %d, %s", r.N, c.Chunked))
+		}
 		if l.RateSource != RateServer && r.Estimate().Method == measure.MethodRegression {
 			regressed = append(regressed, strconv.Itoa(r.N))
 		}
@@ -241,6 +244,9 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	}
 	if len(regressed) > 0 {
 		figures += fmt.Sprintf("; chunks came together (reply %s): their rates are the regression over arrivals", strings.Join(regressed, ", "))
+	}
+	if len(chunked) > 0 {
+		figures += fmt.Sprintf("; counts of several tokens a chunk believed on their text (%d bytes a token or more): %s", measure.ChunkedTokenBytes, strings.Join(chunked, "; "))
 	}
 	if len(disagree) > 0 {
 		figures += fmt.Sprintf("; warning: the stream's rate and the serve's own differ by more than %.0f%% in replies %s: the measurement path is not clean",

@@ -196,7 +196,7 @@ func compile(name string, fast bool, p string) (rule, error) {
 		r.kind, expr = load, rest
 	}
 	if p == "" {
-		return r, fmt.Errorf("--%s: an empty pattern matches every line; pass a pattern the serve prints on that route", name)
+		return r, fmt.Errorf("%s: an empty pattern matches every line; pass a pattern the serve prints on that route", name)
 	}
 	if strings.TrimSpace(expr) == "" {
 		return r, fmt.Errorf("%s %s: an empty pattern matches every line; pass a pattern the serve prints on that route", name, strconv.Quote(p))

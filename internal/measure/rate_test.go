@@ -273,3 +273,25 @@ func TestCache(t *testing.T) {
 		}
 	}
 }
+
+// A counter that lies within the text's bound: 10 chunks, each its own
+// arrival 50 ms apart (20 tok/s), with usage.completion_tokens 32 (under the
+// text's bytes + 4) read 68.9 tok/s. A serve that sends three tokens a chunk
+// at that pace sends their text, and its count is believed.
+func TestEstimateCounterWithinTextBound(t *testing.T) {
+	ms := make([]float64, 10)
+	for i := range ms {
+		ms[i] = 300 + 50*float64(i)
+	}
+	liar := Reply{FirstMS: ptr(300.0), LastMS: ptr(750.0), MaxTokens: 64, CompletionTokens: ptr(32), Chunks: 10,
+		Content: strings.Repeat(" ab", 10), Arrivals: each(ms...)}
+	e := liar.Estimate()
+	if e.Why == "" || !strings.HasSuffix(e.Why, "; on that count the rate would be 20.0 tok/s") || !strings.Contains(e.Why, "30 bytes of text are 0.9 a token") {
+		t.Errorf("a count of 32 over 10 chunks of 30 bytes: Estimate() = %+v, want no rate, the text's evidence and 20.0 tok/s on the chunks", e)
+	}
+	honest := liar
+	honest.Content = strings.Repeat(" one two six", 10)
+	if e := honest.Estimate(); e.Why != "" || math.Abs(e.Rate-31/0.45) > 1e-9 || e.Method != MethodSpan {
+		t.Errorf("three tokens a chunk with their text: Estimate() = %+v, want %.1f tok/s", e, 31/0.45)
+	}
+}

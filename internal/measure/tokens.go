@@ -8,6 +8,15 @@ import "fmt"
 // is more than the stream held.
 const SpecialTokens = 4
 
+// ChunkedTokenBytes is the least text, in bytes a token, a reply carries
+// when its count says several tokens came in one chunk (vLLM's stream
+// interval, multi-step scheduling): a token of text is about 4 bytes in the
+// tokenizers these serves use, and those chunks carry every token's text. A
+// count above the chunks with less text is not believed on its own: nothing
+// but the serve's word says those tokens were generated, and the serve's
+// timings are its word too.
+const ChunkedTokenBytes = 3
+
 // Count is a reply's number of generated tokens, where it came from, and
 // why a count the serve sent was not believed, when it was not.
 type Count struct {
@@ -16,20 +25,24 @@ type Count struct {
 	// Doubt says which count of the serve's was not believed and why; N is
 	// then the next count that holds (in the end, the chunks counted).
 	Doubt string `json:"doubt,omitempty"`
+	// Chunked says, when N is the serve's count and more than SpecialTokens
+	// above the chunks, what made it believed: the text the chunks carried.
+	Chunked string `json:"chunked,omitempty"`
 }
 
 // Count gives usage.completion_tokens, else the server's
 // timings.predicted_n, else the content-bearing chunks; a count above
 // max_tokens, or above what the text the stream carried can hold, is not
-// believed and the next one is taken. Several tokens a chunk (a count above
-// the chunks but within both bounds) is a serve's right.
+// believed and the next one is taken. Several tokens a chunk is a serve's
+// right when the text carries them: a count more than SpecialTokens above the
+// chunks needs ChunkedTokenBytes of text for each token but those.
 func (r *Reply) Count() Count {
 	var doubts []string
 	if r.CompletionTokens != nil {
 		n := *r.CompletionTokens
 		why := r.implausible(n)
 		if why == "" {
-			return Count{N: n, Source: SourceUsage}
+			return Count{N: n, Source: SourceUsage, Chunked: r.chunked(n)}
 		}
 		doubts = append(doubts, fmt.Sprintf("usage.completion_tokens %d %s", n, why))
 	}
@@ -37,7 +50,7 @@ func (r *Reply) Count() Count {
 		n := r.Server.PredictedN
 		why := r.implausible(n)
 		if why == "" {
-			return Count{N: n, Source: SourceServer, Doubt: doubt(doubts, n, SourceServer)}
+			return Count{N: n, Source: SourceServer, Doubt: doubt(doubts, n, SourceServer), Chunked: r.chunked(n)}
 		}
 		doubts = append(doubts, fmt.Sprintf("timings.predicted_n %d %s", n, why))
 	}
@@ -63,10 +76,26 @@ func (r *Reply) implausible(n int) string {
 	if r.Truncated {
 		return "" // the text kept is not all the stream carried
 	}
-	if text := len(r.Content) + len(r.Reasoning); n > text+SpecialTokens {
+	text := len(r.Content) + len(r.Reasoning)
+	if n > text+SpecialTokens {
 		return fmt.Sprintf("is more than the %s of text the stream carried can hold", plural(text, "byte"))
 	}
+	if n > r.Chunks+SpecialTokens && text < ChunkedTokenBytes*(n-SpecialTokens) {
+		return fmt.Sprintf("is more than the %s it came in, and their %s of text are %.1f a token (a serve sending several tokens a chunk sends %d bytes a token or more)",
+			plural(r.Chunks, "chunk"), plural(text, "byte"), float64(text)/float64(n), ChunkedTokenBytes)
+	}
 	return ""
+}
+
+// chunked is what makes n tokens, a count implausible did not doubt, believed
+// when it is more than SpecialTokens above the chunks: their text, "" when
+// the count needs no such evidence (or was not checked).
+func (r *Reply) chunked(n int) string {
+	if r.MaxTokens <= 0 || r.Truncated || n <= r.Chunks+SpecialTokens {
+		return ""
+	}
+	text := len(r.Content) + len(r.Reasoning)
+	return fmt.Sprintf("%d tokens in %s with %s of text, %.1f a token", n, plural(r.Chunks, "chunk"), plural(text, "byte"), float64(text)/float64(n))
 }
 
 func doubt(doubts []string, n int, source string) string {

@@ -31,6 +31,10 @@ type Publisher struct {
 	// reason to change the verdict.
 	Notice func(format string, args ...any)
 
+	// Now is the publisher's clock, for the check run's times (time.Now
+	// when nil): a run's result.json is the run's to write, its times too.
+	Now func() time.Time
+
 	checkID int64
 	// app is the slug of the app that owns the check run posted, which is
 	// the app whose installation token this is: its comments are its bot's.
@@ -48,6 +52,13 @@ func NewClient(c *Context, token string, retry Retry, base http.RoundTripper) (*
 	}
 	client.BaseURL = u
 	return client, nil
+}
+
+func (p *Publisher) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
 }
 
 func (p *Publisher) notice(format string, args ...any) {
@@ -127,12 +138,16 @@ func (p *Publisher) finishCheck(ctx context.Context, res *report.Result, summary
 	if from := p.Ctx.EvidenceFrom; from != "" {
 		title += " (evidence from " + from + "'s run, untrusted)"
 	}
+	// The check run's times are this process's clock; the run's own are
+	// its claim, shown as such.
+	claimed := fmt.Sprintf("The run says it started %s and finished %s.\n\n",
+		res.Run.Started.UTC().Format(time.RFC3339), res.Run.Finished.UTC().Format(time.RFC3339))
 	output := &github.CheckRunOutput{
 		Title:   github.String(title),
 		Summary: github.String(report.Cut(summary, CheckTextLimit)),
-		Text:    github.String(report.Cut(CheckText(res), CheckTextLimit)),
+		Text:    github.String(report.Cut(claimed+CheckText(res), CheckTextLimit)),
 	}
-	now := &github.Timestamp{Time: res.Run.Finished}
+	now := &github.Timestamp{Time: p.now()}
 	if p.checkID != 0 {
 		_, _, err := p.Client.Checks.UpdateCheckRun(ctx, p.Ctx.Owner, p.Ctx.Repo, p.checkID, github.UpdateCheckRunOptions{
 			Name: p.CheckName, Status: github.String("completed"), Conclusion: github.String(conclusion),
@@ -145,7 +160,7 @@ func (p *Publisher) finishCheck(ctx context.Context, res *report.Result, summary
 	}
 	opts := github.CreateCheckRunOptions{
 		Name: p.CheckName, HeadSHA: p.Ctx.SHA, Status: github.String("completed"),
-		Conclusion: github.String(conclusion), StartedAt: &github.Timestamp{Time: res.Run.Started},
+		Conclusion: github.String(conclusion), StartedAt: now,
 		CompletedAt: now, Output: output,
 	}
 	if u := p.Ctx.RunURL(); u != "" {
@@ -182,7 +197,7 @@ func (p *Publisher) Abort(ctx context.Context, why string) {
 	}
 	_, _, err := p.Client.Checks.UpdateCheckRun(ctx, p.Ctx.Owner, p.Ctx.Repo, p.checkID, github.UpdateCheckRunOptions{
 		Name: p.CheckName, Status: github.String("completed"), Conclusion: github.String("failure"),
-		CompletedAt: &github.Timestamp{Time: time.Now()},
+		CompletedAt: &github.Timestamp{Time: p.now()},
 		Output: &github.CheckRunOutput{
 			Title:   github.String("FAIL: the gate could not run"),
 			Summary: github.String(report.Cut(report.Cell(why, 4000), CheckTextLimit)),

@@ -632,3 +632,39 @@ func TestCancelledConclusion(t *testing.T) {
 		t.Errorf("check run of a cancelled run = %v %v, want completed cancelled", cr["status"], cr["conclusion"])
 	}
 }
+
+// A run's start and finish are what its result.json says, and a fork writes
+// that file: the check run carries the publisher's own clock.
+func TestCheckRunTimesAreThePublishers(t *testing.T) {
+	claimedStart, claimedEnd := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2001, 1, 1, 0, 0, 5, 0, time.UTC)
+	clock := []time.Time{time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 3, 0, 9, 0, time.UTC)}
+	for _, started := range []bool{false, true} {
+		h := newHarness(t, Context{SHA: headSHA, Event: "workflow_run"})
+		p := h.publisher(t, false)
+		tick := 0
+		p.Now = func() time.Time { tick++; return clock[min(tick, len(clock))-1] }
+		res := result(t, true)
+		res.Run.Started, res.Run.Finished = claimedStart, claimedEnd
+		// Created at the end: started when completed, by the clock.
+		wantStart, wantEnd := clock[0], clock[0]
+		if started {
+			wantEnd = clock[1]
+			// The gate's own run: Start is given its start by the caller.
+			p.Start(context.Background(), clock[0])
+			tick = 1
+		}
+		if id := p.Finish(context.Background(), res, "npu serve smoke: PASS"); id != 1 {
+			t.Fatalf("Finish() = %d, want check run 1; notices %q", id, h.notices)
+		}
+		cr := h.gh.CheckRuns()[0]
+		for field, want := range map[string]time.Time{"started_at": wantStart, "completed_at": wantEnd} {
+			got, err := time.Parse(time.RFC3339, fmt.Sprint(cr[field]))
+			if err != nil || !got.Equal(want) {
+				t.Errorf("started %v: check run's %s = %v, want the publisher's clock %v, not the run's claim", started, field, cr[field], want)
+			}
+		}
+		if s := cr["output"].(map[string]any)["text"].(string); !strings.Contains(s, "The run says it started 2001-01-01T00:00:00Z and finished 2001-01-01T00:00:05Z.") {
+			t.Errorf("started %v: text lacks the run's claimed times: %.300s", started, s)
+		}
+	}
+}

@@ -86,10 +86,10 @@ func markdown(r *Result, withTail bool) string {
 		if ft := r.Intervals.FirstToken; ft != nil {
 			fmt.Fprintf(&b, ", median first token **%.0f ms** (%s; limit %.0f)", ft.Median, IntervalText(ft, 0), r.Limits.FirstTokenMS)
 		}
-		fmt.Fprintf(&b, ", over %d replies.", iv.N)
+		fmt.Fprintf(&b, ", over %s.", Replies(iv.N))
 		if r.Extra.Replies > 0 {
-			fmt.Fprintf(&b, " After %d replies %s, so the gate took %d more (at most %d in all).",
-				len(r.Replies)-r.Extra.Replies, Cell(r.Extra.Why, 200), r.Extra.Replies, r.Extra.Max)
+			fmt.Fprintf(&b, " After %s %s, so the gate took %d more (at most %d in all).",
+				Replies(len(r.Replies)-r.Extra.Replies), Cell(r.Extra.Why, 200), r.Extra.Replies, r.Extra.Max)
 		}
 		b.WriteString("\n\n")
 	}
@@ -136,7 +136,7 @@ func markdown(r *Result, withTail bool) string {
 		row("serve ready", fmt.Sprintf("%s (%s, port %d)", seconds(r.Serve.ReadyMS), Cell(r.Serve.ReadyPath, 100), r.Serve.Port))
 	}
 	row("serve stop", stopText(r.Serve))
-	row("asked", fmt.Sprintf("%d replies + %d warm-up, max %d tokens, thinking %s, prompts %s", r.Run.Replies, r.Run.Warmup, r.Run.MaxTokens, Cell(r.Run.Thinking, 10), Cell(r.Run.Prompts, 200)))
+	row("asked", fmt.Sprintf("%s + %d warm-up, max %d tokens, thinking %s, prompts %s", Replies(r.Run.Replies), r.Run.Warmup, r.Run.MaxTokens, Cell(r.Run.Thinking, 10), Cell(r.Run.Prompts, 200)))
 	if g := r.GitHub; g != nil && g.RunURL != "" {
 		row("run", link("logs", g.RunURL))
 	}
@@ -156,15 +156,19 @@ func markdown(r *Result, withTail bool) string {
 // 0, two figures' with ½.
 const MinIntervalFigures = 3
 
+// Replies is "1 reply" or "n replies".
+func Replies(n int) string {
+	if n == 1 {
+		return "1 reply"
+	}
+	return strconv.Itoa(n) + " replies"
+}
+
 // IntervalText is "95% interval 84.7–100.0" with prec decimals, or, below
 // MinIntervalFigures, "no interval from 2 replies".
 func IntervalText(iv *judge.Interval, prec int) string {
 	if iv.N < MinIntervalFigures {
-		word := "replies"
-		if iv.N == 1 {
-			word = "reply"
-		}
-		return fmt.Sprintf("no interval from %d %s", iv.N, word)
+		return "no interval from " + Replies(iv.N)
 	}
 	return fmt.Sprintf("%s %.*f–%.*f", coverage(iv), prec, iv.Lo, prec, iv.Hi)
 }

@@ -274,6 +274,30 @@ func TestMedianAndRate(t *testing.T) {
 	}
 }
 
+// One of anything is said in the singular: "over 1 reply", "After 1 reply",
+// "1 reply + 1 warm-up".
+func TestMarkdownOneReply(t *testing.T) {
+	r := sample()
+	r.Run.Replies = 1
+	r.Replies = r.Replies[:1]
+	r.Judged(judge.Judge(r.Input()))
+	md := Markdown(r, MarkdownLimit)
+	r.Replies = append(r.Replies, r.Replies[0])
+	r.Replies[1].N = 2
+	r.Extra = Extra{Replies: 1, Max: 2, Why: "the interval is wide"}
+	r.Judged(judge.Judge(r.Input()))
+	extra := Markdown(r, MarkdownLimit)
+	for _, tt := range []struct{ md, want string }{
+		{md, "(no interval from 1 reply; floor 60.0), median first token **250 ms** (no interval from 1 reply; limit 600), over 1 reply.\n"},
+		{md, "| asked | 1 reply + 1 warm-up, max 128 tokens"},
+		{extra, "over 2 replies. After 1 reply the interval is wide, so the gate took 1 more (at most 2 in all)."},
+	} {
+		if !strings.Contains(tt.md, tt.want) {
+			t.Errorf("Markdown() lacks %q:\n%s", tt.want, tt.md)
+		}
+	}
+}
+
 func TestMarkdownStabilityBaselineChart(t *testing.T) {
 	r := sample()
 	for i := 3; i <= 9; i++ {
