@@ -253,6 +253,7 @@ func (s site) runGate(t testing.TB, r runner, name string, fakellm ...string) ou
 	t.Helper()
 	gate, _ := binaries(t)
 	out := filepath.Join(s.work, name)
+	os.Remove(filepath.Join(s.work, "started"))
 	code, stdout, stderr := run(t, r.command(s.gateArgs(gate, out, fakellm...)...))
 	o := outcome{code: code, stderr: stdout + stderr}
 	if b, err := os.ReadFile(filepath.Join(out, report.ResultFile)); err == nil {
