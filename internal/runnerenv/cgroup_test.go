@@ -135,4 +135,3 @@ func TestRootPureV2(t *testing.T) {
 		s.killedGate(t, r)
 	})
 }
-
