@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -36,12 +37,16 @@ type lockDir struct {
 func openLockDir(path string, create bool) (*lockDir, error) {
 	if create {
 		if err := unix.Mkdir(path, 0o777); err != nil && !errors.Is(err, unix.EEXIST) {
-			return nil, fmt.Errorf("the lock directory %s cannot be made (%v); create it for every boot with the systemd-tmpfiles line '%s' (README: set up the runner)", path, err, tmpfilesLine(path))
+			why := err.Error()
+			if errors.Is(err, unix.ENOENT) {
+				why = "its parent " + filepath.Dir(path) + " does not exist"
+			}
+			return nil, fmt.Errorf("the lock directory %s cannot be made (%s); %s", path, why, dirFix(path))
 		}
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("the lock directory %s does not exist; create it for every boot with the systemd-tmpfiles line '%s' (README: set up the runner): %w", path, tmpfilesLine(path), err)
+		return nil, fmt.Errorf("the lock directory %s does not exist; %s: %w", path, dirFix(path), err)
 	}
 	if err != nil {
 		what := err.Error()
@@ -56,6 +61,13 @@ func openLockDir(path string, create bool) (*lockDir, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// dirFix says how to give a runner a lock directory: the host's, made for
+// every boot, or one of its own choosing; and where npu-hold cannot
+// exclude at all (pods, each with its own /run), the device plugin does.
+func dirFix(path string) string {
+	return fmt.Sprintf("create it for every boot with the systemd-tmpfiles line '%s', or set NPU_HOLD_DIR to a directory of mode 1777 that every run sharing the device can write; in a Kubernetes pod, whose device the device plugin gives it alone, run the gate with hold: none (docs/runner.md)", tmpfilesLine(path))
 }
 
 func (d *lockDir) check() error {
@@ -77,6 +89,15 @@ func (d *lockDir) check() error {
 	}
 	if shared && st.Mode&unix.S_ISVTX == 0 {
 		return fmt.Errorf("the lock directory %s is writable by others but not sticky, so anyone can remove anyone's ticket; chmod 1777 %s (or the systemd-tmpfiles line '%s')", d.path, d.path, tmpfilesLine(d.path))
+	}
+	// A ticket is a file made in it: a directory this user cannot write
+	// holds no ticket of its.
+	if err := unix.Access(d.path, unix.W_OK|unix.X_OK); err != nil {
+		what := fmt.Sprintf("not writable by uid %d (mode %04o, owner %s)", me, st.Mode&0o7777, owner(st.Uid))
+		if errors.Is(err, unix.EROFS) {
+			what = "on a read-only mount"
+		}
+		return fmt.Errorf("the lock directory %s is %s, so no ticket can be made in it; chmod 1777 %s as root, or %s", d.path, what, d.path, dirFix(d.path))
 	}
 	return nil
 }

@@ -422,7 +422,7 @@ func TestDoctor(t *testing.T) {
 	want := []Check{
 		{"FAIL", "no device node /dev/accel/accel*: load the NPU driver (modprobe amdxdna, or intel_vpu) and check the NPU is enabled in the firmware setup"},
 		{"warn", "memlock limit: 8192 KiB; NPU runtimes pin buffers and want it unlimited: LimitMEMLOCK=infinity in the runner's systemd unit, or '* - memlock unlimited' in /etc/security/limits.d/"},
-		{"FAIL", "lock directory " + lockDir + " does not exist: create it for every boot with the systemd-tmpfiles line 'd " + lockDir + " 1777 root root -' (README: set up the runner)"},
+		{"FAIL", "lock directory " + lockDir + " does not exist: create it for every boot with the systemd-tmpfiles line 'd " + lockDir + " 1777 root root -' (docs/runner.md)"},
 	}
 	if diff := cmp.Diff(want, cs); diff != "" {
 		t.Errorf("Doctor() of a machine without an NPU (-want +got):\n%s", diff)
