@@ -276,6 +276,17 @@ func (t *Ticket) Release() error {
 	return err
 }
 
+// CheckDir fails, saying how to mend it, when no ticket can be made in the
+// lock directory: a run checks before it starts anything.
+func (d *Device) CheckDir() error {
+	dir, err := openLockDir(d.dirPath(), true)
+	if err != nil {
+		return err
+	}
+	dir.close()
+	return nil
+}
+
 // Acquire waits for the device, or count devices of the pool, first come
 // first served, until ctx ends.
 func (d *Device) Acquire(ctx context.Context) (*Ticket, error) {
