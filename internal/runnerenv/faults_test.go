@@ -230,4 +230,3 @@ chgrp ` + g.Gid + ` /dev/accel/accel0`
 		t.Errorf("npu-hold doctor = %d, want 1 and %q; it said:\n%s%s", code, want, stdout, stderr)
 	}
 }
-
