@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -97,12 +98,21 @@ func Doctor(root, lockDir string, memlock uint64) []Check {
 		add("FAIL", "lock directory %s: %v", lockDir, err)
 	case !fi.IsDir():
 		add("FAIL", "lock directory %s is not a directory", lockDir)
+	case ownedByOther(fi):
+		add("FAIL", "lock directory %s belongs to %s, so every other user refuses it; remove it and create it owned by root for every boot with the systemd-tmpfiles line 'd %s 1777 root root -' (docs/runner.md)", lockDir, owner(fi.Sys().(*syscall.Stat_t).Uid), lockDir)
 	case fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSticky == 0:
 		add("FAIL", "lock directory %s is mode %v, want drwxrwxrwt (1777) so every user and runner can queue: chmod 1777 %s", lockDir, fi.Mode(), lockDir)
 	default:
 		add("ok", "lock directory %s is shared (1777)", lockDir)
 	}
 	return cs
+}
+
+// ownedByOther tells whether a lock directory belongs to a user other than
+// root and this one.
+func ownedByOther(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid != 0 && int(st.Uid) != os.Geteuid()
 }
 
 func isDir(path string) bool {

@@ -35,6 +35,13 @@ type lockDir struct {
 // owner can remove anyone's tickets), and, when others may write in it, be
 // sticky (so that only a file's owner can remove or rename it).
 func openLockDir(path string, create bool) (*lockDir, error) {
+	if create && path == DefaultDir && os.Geteuid() != 0 {
+		// One made by this user would be its own, which every other user
+		// refuses (see check): the shared default is root's to make.
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("the lock directory %s does not exist, and one made by uid %d would be refused by every other user; %s", path, os.Geteuid(), dirFix(path))
+		}
+	}
 	if create {
 		if err := unix.Mkdir(path, 0o777); err != nil && !errors.Is(err, unix.EEXIST) {
 			why := err.Error()

@@ -63,6 +63,7 @@ func (s site) cannotHold(t *testing.T, r runner, why string) {
 	}
 	_, npuHold := binaries(t)
 	ran := filepath.Join(s.work, "ran")
+	os.Remove(ran)
 	code, _, stderr := run(t, r.command(npuHold, "--", "touch", ran))
 	if _, err := os.Stat(ran); err == nil || code != 1 {
 		t.Errorf("npu-hold -- touch = %d, ran: %v, want 1 and not run; it said:\n%s", code, err == nil, stderr)
@@ -83,6 +84,26 @@ func TestRootLockDir(t *testing.T) {
 		missing := filepath.Join(dir(t, 0, 0o755), "no", "npu-hold")
 		s.cannotHold(t, s.runner().with("NPU_HOLD_DIR", missing),
 			"the lock directory "+missing+" cannot be made (its parent "+filepath.Dir(missing)+" does not exist)")
+	})
+	t.Run("default, not there", func(t *testing.T) {
+		// /run/lock is there (mode 1777) but not npu-hold: one the user
+		// made would be the user's, refused by every other user.
+		r := s.runner().with("NPU_HOLD_DIR", "")
+		r.unshare, r.setup = privateMounts, "mount -t tmpfs tmpfs /run\nmkdir -m 1777 /run/lock"
+		s.cannotHold(t, r, fmt.Sprintf("the lock directory /run/lock/npu-hold does not exist, and one made by uid %d would be refused by every other user", runnerUID))
+	})
+	t.Run("another user's", func(t *testing.T) {
+		theirs := dir(t, 1001, os.ModeSticky|0o777)
+		r := s.runner().with("NPU_HOLD_DIR", theirs)
+		o := s.runGate(t, r, "theirs")
+		if o.code != 2 || s.started() || !strings.Contains(o.stderr, "the lock directory "+theirs+" belongs to ") {
+			t.Errorf("the gate with another user's lock directory = %d, want 2, nothing started, naming its owner; it said:\n%s", o.code, o.stderr)
+		}
+		_, npuHold := binaries(t)
+		code, stdout, _ := run(t, r.command(npuHold, "doctor"))
+		if code != 1 || !strings.Contains(stdout, "FAIL  lock directory "+theirs+" belongs to ") {
+			t.Errorf("npu-hold doctor with another user's lock directory = %d, want 1 and a FAIL naming its owner:\n%s", code, stdout)
+		}
 	})
 	t.Run("not writable", func(t *testing.T) {
 		ro := dir(t, 0, 0o755)
