@@ -38,7 +38,8 @@ func openLockDir(path string, create bool) (*lockDir, error) {
 	if create && path == DefaultDir && os.Geteuid() != 0 {
 		// One made by this user would be its own, which every other user
 		// refuses (see check): the shared default is root's to make.
-		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		_, err := os.Lstat(path)
+		if _, perr := os.Stat(filepath.Dir(path)); errors.Is(err, os.ErrNotExist) && perr == nil {
 			return nil, fmt.Errorf("the lock directory %s does not exist, and one made by uid %d would be refused by every other user; %s", path, os.Geteuid(), dirFix(path))
 		}
 	}

@@ -35,7 +35,15 @@ func (s site) killedGate(t *testing.T, r runner) {
 	t.Helper()
 	gate, npuHold := binaries(t)
 	os.Remove(filepath.Join(s.work, "started"))
-	cmd := r.command(s.gateArgs(gate, filepath.Join(s.work, "killed"), "--never-ready")...)
+	runner := r
+	if r.pid1 {
+		runner.linger = filepath.Join(s.work, "runner-up")
+		if err := os.WriteFile(runner.linger, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(runner.linger)
+	}
+	cmd := runner.command(s.gateArgs(gate, filepath.Join(s.work, "killed"), "--never-ready")...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -63,17 +71,40 @@ func (s site) killedGate(t *testing.T, r runner) {
 	if alive := marked(s.mark); len(alive) < 4 {
 		t.Errorf("while the gate runs, %d processes carry the mark, want 4 or more: %s", len(alive), strings.Join(alive, "; "))
 	}
+	// The gate: the command itself, or, below a runner that stays PID 1
+	// of its namespace, the runner's child.
+	victim := cmd.Process.Pid
+	if r.pid1 {
+		victim = 0
+		for _, p := range markedProcs(s.mark) {
+			if strings.HasPrefix(p.cmd, gate+" run ") {
+				victim = p.pid
+			}
+		}
+		if victim == 0 {
+			t.Fatalf("no gate among the run's processes: %s", strings.Join(marked(s.mark), "; "))
+		}
+	}
 	killed := time.Now()
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	syscall.Kill(victim, syscall.SIGKILL)
+	if victim == cmd.Process.Pid {
+		cmd.Wait()
+	} else {
+		// The runner stays until the ticket has been looked at.
+		defer cmd.Wait()
+		defer os.Remove(runner.linger)
+	}
 	code, _, stderr := run(t, r.command(npuHold, "--wait", "1m", "--", "true"))
 	free := time.Since(killed)
 	if code != 0 {
 		t.Fatalf("npu-hold --wait 1m after the gate was killed = %d: %s", code, stderr)
 	}
-	t.Logf("the ticket was free %s after the gate was killed", free.Round(time.Millisecond))
+	t.Logf("the ticket was free %s after the gate was killed; npu-hold said: %s", free.Round(time.Millisecond), stderr)
 	if left := marked(s.mark); len(left) > 0 {
 		t.Errorf("alive once the ticket was free: %s", strings.Join(left, "; "))
+	}
+	if _, err := os.Stat(filepath.Join(s.work, "killed", "result.json")); err == nil {
+		t.Error("the gate wrote result.json: it was not killed")
 	}
 	if !strings.Contains(said.String(), "serve: held by its supervisor") {
 		t.Errorf("the gate did not say how its serve was held:\n%s", said.String())

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,11 +64,7 @@ func binaries(t testing.TB) (gate, npuHold string) {
 			return
 		}
 		os.Chmod(built.dir, 0o755)
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goTool); err != nil {
-			goTool = "go"
-		}
-		cmd := exec.Command(goTool, "build", "-o", built.dir+"/", "./cmd/action", "./cmd/npu-hold")
+		cmd := exec.Command("go", "build", "-o", built.dir+"/", "./cmd/action", "./cmd/npu-hold")
 		cmd.Dir = "../.."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
@@ -119,7 +114,10 @@ type runner struct {
 	// pid1 keeps the setup shell as the namespace's first process, the
 	// command its child, as in a container (with unshare --pid --fork).
 	pid1 bool
-	env  map[string]string
+	// linger, with pid1, is a file: while it is there, the runner stays
+	// after the command ends, as a runner outlives a job's killed step.
+	linger string
+	env    map[string]string
 }
 
 // command is argv run in the environment. Its pid is the command's own
@@ -131,7 +129,11 @@ func (r runner) command(argv ...string) *exec.Cmd {
 	}
 	drop += `env -i "$@"`
 	if r.pid1 {
-		drop = strings.TrimPrefix(drop, "exec ") + "; exit $?"
+		drop = strings.TrimPrefix(drop, "exec ") + "\ncode=$?"
+		if r.linger != "" {
+			drop += "\nwhile [ -e " + r.linger + " ]; do sleep 0.05; done"
+		}
+		drop += "\nexit $code"
 	}
 	script := "set -e\n" + r.setup + "\nset +e\n" + drop
 	var vars []string
@@ -329,9 +331,23 @@ func (s site) checkFree(t testing.TB, r runner) {
 	}
 }
 
-// marked lists every live process whose environment carries mark.
+// marked lists every live process whose environment carries mark, as
+// "pid N (command line)".
 func marked(mark string) []string {
 	var out []string
+	for _, p := range markedProcs(mark) {
+		out = append(out, fmt.Sprintf("pid %d (%s)", p.pid, p.cmd))
+	}
+	return out
+}
+
+type proc struct {
+	pid int
+	cmd string
+}
+
+func markedProcs(mark string) []proc {
+	var out []proc
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -347,7 +363,7 @@ func marked(mark string) []string {
 			continue
 		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		out = append(out, fmt.Sprintf("pid %d (%s)", pid, strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))))
+		out = append(out, proc{pid, strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
 	}
 	return out
 }
@@ -355,14 +371,12 @@ func marked(mark string) []string {
 // killMarked kills what a failed test left behind.
 func killMarked(mark string) {
 	for range 50 {
-		left := marked(mark)
+		left := markedProcs(mark)
 		if len(left) == 0 {
 			return
 		}
-		for _, l := range left {
-			var pid int
-			fmt.Sscanf(l, "pid %d", &pid)
-			syscall.Kill(pid, syscall.SIGKILL)
+		for _, p := range left {
+			syscall.Kill(p.pid, syscall.SIGKILL)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
