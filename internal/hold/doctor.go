@@ -308,7 +308,14 @@ func permFix(node, fallback string) string {
 	if unix.Stat(node, &st) != nil {
 		return fallback
 	}
+	// As ls shows it: crw-rw---- for a character device.
 	mode := os.FileMode(st.Mode & 0o777).String()
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		mode = "c" + mode[1:]
+	case unix.S_IFBLK:
+		mode = "b" + mode[1:]
+	}
 	group := groupNamed(st.Gid)
 	me := userName()
 	if st.Mode&0o060 == 0o060 && !inGroup(st.Gid) {

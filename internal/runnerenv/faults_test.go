@@ -246,7 +246,7 @@ mknod -m 660 /dev/accel/accel0 c 1 3
 chgrp ` + g.Gid + ` /dev/accel/accel0`
 	_, npuHold := binaries(t)
 	code, stdout, stderr := run(t, r.command(npuHold, "doctor"))
-	want := fmt.Sprintf("FAIL  /dev/accel/accel0 does not open (permission denied): it is -rw-rw----, group video, and nobody (uid %d) is not in that group: sudo usermod -aG video nobody, then log in again", runnerUID)
+	want := fmt.Sprintf("FAIL  /dev/accel/accel0 does not open (permission denied): it is crw-rw----, group video, and nobody (uid %d) is not in that group: sudo usermod -aG video nobody, then log in again", runnerUID)
 	if code != 1 || !strings.Contains(stdout, want) {
 		t.Errorf("npu-hold doctor = %d, want 1 and %q; it said:\n%s%s", code, want, stdout, stderr)
 	}
