@@ -80,6 +80,7 @@ func TestRootDelegated(t *testing.T) {
 	cg := delegate(t)
 	r := s.runner()
 	r.setup = enter(filepath.Join(unified, cg))
+	r.build(t)
 	w := want{contain: "cgroup2", cgroup: filepath.Join(unified, cg, "npu-serve-smoke-")}
 	t.Run("run", func(t *testing.T) {
 		s.checkPass(t, r, s.runGate(t, r, "out"), w)
@@ -104,6 +105,7 @@ func TestRootHybrid(t *testing.T) {
 	t.Run("v1-only", func(t *testing.T) {
 		r := root
 		r.unshare, r.setup = privateMounts, "umount "+unified
+		r.build(t)
 		s.checkPass(t, r, s.runGate(t, r, "v1"), want{contain: "freezer", cgroup: "/sys/fs/cgroup/freezer/npu-serve-smoke-", why: []string{"cgroup2: the hierarchy is not mounted"}})
 	})
 }
@@ -118,6 +120,7 @@ func TestRootPureV2(t *testing.T) {
 	s := newSite(t)
 	base := s.runner()
 	base.unshare, base.setup = privateMounts, pureV2
+	base.build(t)
 	t.Run("root", func(t *testing.T) {
 		r := base
 		r.root = true
@@ -131,6 +134,7 @@ func TestRootPureV2(t *testing.T) {
 		cg := delegate(t)
 		r := base
 		r.setup += "\n" + enter("/sys/fs/cgroup/"+cg)
+		r.build(t)
 		s.checkPass(t, r, s.runGate(t, r, "delegated"), want{contain: "cgroup2", cgroup: "/sys/fs/cgroup/" + cg + "/npu-serve-smoke-"})
 		s.killedGate(t, r)
 	})

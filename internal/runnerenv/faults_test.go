@@ -32,6 +32,7 @@ func TestRootContainer(t *testing.T) {
 	needRoot(t)
 	s := newSite(t)
 	r := s.containerLike()
+	r.build(t)
 	t.Run("run", func(t *testing.T) {
 		s.checkPass(t, r, s.runGate(t, r, "out"), want{contain: "descendants", why: []string{
 			"cgroup2: /sys/fs/cgroup/unified is mounted read-only", "freezer: /sys/fs/cgroup/freezer is mounted read-only"}})
@@ -90,6 +91,7 @@ func TestRootLockDir(t *testing.T) {
 		// made would be the user's, refused by every other user.
 		r := s.runner().with("NPU_HOLD_DIR", "")
 		r.unshare, r.setup = privateMounts, "mount -t tmpfs tmpfs /run\nmkdir -m 1777 /run/lock"
+		r.build(t)
 		s.cannotHold(t, r, fmt.Sprintf("the lock directory /run/lock/npu-hold does not exist, and one made by uid %d would be refused by every other user", runnerUID))
 	})
 	t.Run("another user's", func(t *testing.T) {
@@ -161,6 +163,7 @@ func TestRootHidepid(t *testing.T) {
 	needRoot(t)
 	s := newSite(t)
 	r := s.hidepid()
+	r.build(t)
 	_, npuHold := binaries(t)
 	t.Run("run", func(t *testing.T) {
 		s.checkPass(t, r, s.runGate(t, r, "out"), want{contain: "descendants", why: []string{"cgroup2: ", "freezer: "}})
@@ -244,6 +247,7 @@ mknod -m 666 /dev/null c 1 3
 mkdir /dev/accel
 mknod -m 660 /dev/accel/accel0 c 1 3
 chgrp ` + g.Gid + ` /dev/accel/accel0`
+	r.build(t)
 	_, npuHold := binaries(t)
 	code, stdout, stderr := run(t, r.command(npuHold, "doctor"))
 	want := fmt.Sprintf("FAIL  /dev/accel/accel0 does not open (permission denied): it is crw-rw----, group video, and nobody (uid %d) is not in that group: sudo usermod -aG video nobody, then log in again", runnerUID)

@@ -150,6 +150,22 @@ func (r runner) command(argv ...string) *exec.Cmd {
 	return cmd
 }
 
+// build builds the environment once, running nothing in it, and skips the
+// test where the kernel refuses it, saying what was refused: a private
+// mount namespace, a PID namespace, a mount.
+func (r runner) build(t testing.TB) {
+	t.Helper()
+	if len(r.unshare) == 0 && r.setup == "" {
+		return
+	}
+	probe := r
+	probe.root, probe.pid1, probe.linger = true, false, ""
+	cmd := probe.command("true")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("the kernel refused the environment: %s: %v: %s", strings.Join(cmd.Args, " "), err, out)
+	}
+}
+
 // with is r with more of the command's environment.
 func (r runner) with(kv ...string) runner {
 	env := map[string]string{}
