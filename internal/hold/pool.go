@@ -193,7 +193,7 @@ func (ps *Pools) Resolve(name string, count int, countFlag string) (*Pool, error
 		return nil, fmt.Errorf("device %s belongs to pool %s (%s), whose queue hands it out: ask for the pool (--device %s, with a count)", name, p.Name, p.Where, p.Name)
 	}
 	if count > 1 {
-		return nil, fmt.Errorf("%s %d: %s is one device, not a pool declared in %s; declare it there, e.g. '%s %s0 %s1' (README: device pools)", countFlag, count, name, ps.File, name, name, name)
+		return nil, fmt.Errorf("%s %d: %s is one device, not a pool declared in %s; declare it there, e.g. '%s %s0 %s1' (docs/runner.md)", countFlag, count, name, ps.File, name, name, name)
 	}
 	return nil, nil
 }

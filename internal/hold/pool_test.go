@@ -79,7 +79,7 @@ func TestResolve(t *testing.T) {
 		{"npu", 0, "", "--count 0: ask for 1 device or more"},
 		{"npu", -1, "", "--count -1: ask for 1 device or more"},
 		{"npu2", 1, "", "device npu2 belongs to pool npu (/etc/npu-hold/pools:1), whose queue hands it out: ask for the pool (--device npu, with a count)"},
-		{"other", 2, "", "--count 2: other is one device, not a pool declared in /etc/npu-hold/pools; declare it there, e.g. 'other other0 other1' (README: device pools)"},
+		{"other", 2, "", "--count 2: other is one device, not a pool declared in /etc/npu-hold/pools; declare it there, e.g. 'other other0 other1' (docs/runner.md)"},
 	} {
 		p, err := ps.Resolve(tt.name, tt.count, "--count")
 		got, gotErr := "", ""
