@@ -89,8 +89,17 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 			return exitUsage
 		}
 		d := &hold.Device{Dir: e.getenv("NPU_HOLD_DIR"), Name: plan.Device, Pool: pool, Count: plan.Count, Command: "npu-serve-smoke run: " + strings.Join(plan.Argv, " "), Log: e.stderr}
+		if err := d.CheckDir(); err != nil {
+			fmt.Fprintf(e.stderr, "npu-serve-smoke: the device cannot be held, nothing was started:\n%s\n", indent(err.Error()))
+			if a != nil {
+				a.WithFieldsMap(map[string]string{"title": "npu serve smoke: the device cannot be held"}).Errorf("%s", console.Text(err.Error()))
+			}
+			return exitUsage
+		}
 		if home := e.getenv("HOME"); home != "" {
 			d.TokenFile = filepath.Join(home, "NPU-TOKEN")
+		} else {
+			e.stderr.Printf("npu-serve-smoke: warning: HOME is not set, so ~/NPU-TOKEN is not written while the device is held; set HOME to the runner user's home (the ticket holds the device all the same)")
 		}
 		g.Hold = deviceHold{d}
 	}

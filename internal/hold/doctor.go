@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -50,7 +53,7 @@ func Doctor(root, lockDir string, memlock uint64) []Check {
 		if err != nil {
 			fix := "check the driver's messages (dmesg)"
 			if errors.Is(err, os.ErrPermission) {
-				fix = "add the runner's user to the device's group (usually render: usermod -aG render USER), then log in again"
+				fix = permFix(node, "add the runner's user to the device's group (usually render: usermod -aG render USER), then log in again")
 			}
 			add("FAIL", "%s does not open (%v): %s", shown, unwrap(err), fix)
 			continue
@@ -95,12 +98,21 @@ func Doctor(root, lockDir string, memlock uint64) []Check {
 		add("FAIL", "lock directory %s: %v", lockDir, err)
 	case !fi.IsDir():
 		add("FAIL", "lock directory %s is not a directory", lockDir)
+	case ownedByOther(fi):
+		add("FAIL", "lock directory %s belongs to %s, so every other user refuses it; remove it and create it owned by root for every boot with the systemd-tmpfiles line 'd %s 1777 root root -' (docs/runner.md)", lockDir, owner(fi.Sys().(*syscall.Stat_t).Uid), lockDir)
 	case fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSticky == 0:
 		add("FAIL", "lock directory %s is mode %v, want drwxrwxrwt (1777) so every user and runner can queue: chmod 1777 %s", lockDir, fi.Mode(), lockDir)
 	default:
 		add("ok", "lock directory %s is shared (1777)", lockDir)
 	}
 	return cs
+}
+
+// ownedByOther tells whether a lock directory belongs to a user other than
+// root and this one.
+func ownedByOther(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid != 0 && int(st.Uid) != os.Geteuid()
 }
 
 func isDir(path string) bool {
@@ -274,18 +286,59 @@ func rockchipChecks(root string) []Check {
 
 // accessCheck says whether a device node can be opened for reading and
 // writing, without opening it (opening some NPUs' nodes claims them).
-func accessCheck(path, shown, details, permFix string) Check {
+func accessCheck(path, shown, details, fix string) Check {
 	if !exists(path) {
 		return Check{"FAIL", fmt.Sprintf("%s is missing though its driver is there: check the driver's messages (dmesg)", shown)}
 	}
 	if err := unix.Access(path, unix.R_OK|unix.W_OK); err != nil {
-		fix := "check the driver's messages (dmesg)"
+		what := "check the driver's messages (dmesg)"
 		if errors.Is(err, unix.EACCES) {
-			fix = permFix
+			what = permFix(path, fix)
 		}
-		return Check{"FAIL", fmt.Sprintf("%s cannot be opened for reading and writing (%v): %s", shown, err, fix)}
+		return Check{"FAIL", fmt.Sprintf("%s cannot be opened for reading and writing (%v): %s", shown, err, what)}
 	}
 	return Check{"ok", fmt.Sprintf("%s can be opened (%s)", shown, details)}
+}
+
+// permFix says why this user may not open the device node, and what lets
+// it: where the node's group may read and write it, the group, and the
+// command that adds the user to it; else fallback, with the node's mode.
+func permFix(node, fallback string) string {
+	var st unix.Stat_t
+	if unix.Stat(node, &st) != nil {
+		return fallback
+	}
+	// As ls shows it: crw-rw---- for a character device.
+	mode := os.FileMode(st.Mode & 0o777).String()
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		mode = "c" + mode[1:]
+	case unix.S_IFBLK:
+		mode = "b" + mode[1:]
+	}
+	group := groupNamed(st.Gid)
+	me := userName()
+	if st.Mode&0o060 == 0o060 && !inGroup(st.Gid) {
+		return fmt.Sprintf("it is %s, group %s, and %s (uid %d) is not in that group: sudo usermod -aG %s %s, then log in again (a runner service: restart it)", mode, group, me, os.Geteuid(), group, me)
+	}
+	return fmt.Sprintf("it is %s, owner %s, group %s: %s", mode, owner(st.Uid), group, fallback)
+}
+
+// groupNamed is a gid's name, or the number where it has none.
+func groupNamed(gid uint32) string {
+	if g, err := user.LookupGroupId(strconv.Itoa(int(gid))); err == nil {
+		return g.Name
+	}
+	return strconv.Itoa(int(gid))
+}
+
+// inGroup tells whether this process has gid among its groups.
+func inGroup(gid uint32) bool {
+	if uint32(os.Getegid()) == gid {
+		return true
+	}
+	gs, _ := os.Getgroups()
+	return slices.Contains(gs, int(gid))
 }
 
 func exists(path string) bool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -34,14 +35,26 @@ type lockDir struct {
 // owner can remove anyone's tickets), and, when others may write in it, be
 // sticky (so that only a file's owner can remove or rename it).
 func openLockDir(path string, create bool) (*lockDir, error) {
+	if create && path == DefaultDir && os.Geteuid() != 0 {
+		// One made by this user would be its own, which every other user
+		// refuses (see check): the shared default is root's to make.
+		_, err := os.Lstat(path)
+		if _, perr := os.Stat(filepath.Dir(path)); errors.Is(err, os.ErrNotExist) && perr == nil {
+			return nil, fmt.Errorf("the lock directory %s does not exist, and one made by uid %d would be refused by every other user; %s", path, os.Geteuid(), dirFix(path))
+		}
+	}
 	if create {
 		if err := unix.Mkdir(path, 0o777); err != nil && !errors.Is(err, unix.EEXIST) {
-			return nil, fmt.Errorf("the lock directory %s cannot be made (%v); create it for every boot with the systemd-tmpfiles line '%s' (docs/runner.md)", path, err, tmpfilesLine(path))
+			why := err.Error()
+			if errors.Is(err, unix.ENOENT) {
+				why = "its parent " + filepath.Dir(path) + " does not exist"
+			}
+			return nil, fmt.Errorf("the lock directory %s cannot be made (%s); %s", path, why, dirFix(path))
 		}
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("the lock directory %s does not exist; create it for every boot with the systemd-tmpfiles line '%s' (docs/runner.md): %w", path, tmpfilesLine(path), err)
+		return nil, fmt.Errorf("the lock directory %s does not exist; %s: %w", path, dirFix(path), err)
 	}
 	if err != nil {
 		what := err.Error()
@@ -56,6 +69,13 @@ func openLockDir(path string, create bool) (*lockDir, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// dirFix says how to give a runner a lock directory: the host's, made for
+// every boot, or one of its own choosing; and where npu-hold cannot
+// exclude at all (pods, each with its own /run), the device plugin does.
+func dirFix(path string) string {
+	return fmt.Sprintf("create it for every boot with the systemd-tmpfiles line '%s', or set NPU_HOLD_DIR to a directory of mode 1777 that every run sharing the device can write; in a Kubernetes pod, whose device the device plugin gives it alone, run the gate with hold: none (docs/runner.md)", tmpfilesLine(path))
 }
 
 func (d *lockDir) check() error {
@@ -77,6 +97,15 @@ func (d *lockDir) check() error {
 	}
 	if shared && st.Mode&unix.S_ISVTX == 0 {
 		return fmt.Errorf("the lock directory %s is writable by others but not sticky, so anyone can remove anyone's ticket; chmod 1777 %s (or the systemd-tmpfiles line '%s')", d.path, d.path, tmpfilesLine(d.path))
+	}
+	// A ticket is a file made in it: a directory this user cannot write
+	// holds no ticket of its.
+	if err := unix.Access(d.path, unix.W_OK|unix.X_OK); err != nil {
+		what := fmt.Sprintf("not writable by uid %d (mode %04o, owner %s)", me, st.Mode&0o7777, owner(st.Uid))
+		if errors.Is(err, unix.EROFS) {
+			what = "on a read-only mount"
+		}
+		return fmt.Errorf("the lock directory %s is %s, so no ticket can be made in it; chmod 1777 %s as root, or %s", d.path, what, d.path, dirFix(d.path))
 	}
 	return nil
 }

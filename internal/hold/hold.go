@@ -123,10 +123,13 @@ func (f Facts) String() string {
 		}
 	}
 	s := fmt.Sprintf("%s (pid %d", user, pid)
-	if pid > 0 && unix.Kill(pid, 0) == unix.ESRCH {
+	switch f.running() {
+	case gone:
 		// The holder died; what keeps its ticket is a process that
 		// inherited the descriptor (status lists the pids that have it open).
 		s += ", exited"
+	case unseen:
+		s += ", " + unseenText
 	}
 	if f.Command != "" {
 		s += ", " + quote(clip(f.Command, maxShown))
@@ -153,6 +156,34 @@ func (f Facts) String() string {
 // quote puts text already escaped for the console (clip) in double quotes,
 // with the double quotes inside it escaped.
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// Whether a ticket's process runs, as far as this process can see.
+const (
+	runs = iota
+	gone
+	unseen // in another PID namespace: a container's, or the host's seen from one
+)
+
+// unseenText says why a holder cannot be looked at.
+const unseenText = "not visible from here: its lock is not in this PID namespace's /proc/locks (another container's, or the host's)"
+
+// running tells whether the ticket's process runs. The kernel shows in
+// /proc/locks only the locks of processes this PID namespace can see: a
+// held ticket whose lock it does not show, and whose pid is not one here,
+// belongs to another namespace, where that pid means something else.
+func (f Facts) running() int {
+	pid := f.pid()
+	if pid <= 0 {
+		return gone
+	}
+	if unix.Kill(pid, 0) != unix.ESRCH {
+		return runs
+	}
+	if f.Seen != nil && f.Seen.LockPID == 0 {
+		return unseen
+	}
+	return gone
+}
 
 // pid is the holder's process: the one that took the ticket's lock where
 // the system says, else the one the ticket names.
@@ -243,6 +274,17 @@ func (t *Ticket) Release() error {
 	err := t.file.Close()
 	t.dir.close()
 	return err
+}
+
+// CheckDir fails, saying how to mend it, when no ticket can be made in the
+// lock directory: a run checks before it starts anything.
+func (d *Device) CheckDir() error {
+	dir, err := openLockDir(d.dirPath(), true)
+	if err != nil {
+		return err
+	}
+	dir.close()
+	return nil
 }
 
 // Acquire waits for the device, or count devices of the pool, first come

@@ -398,3 +398,35 @@ func TestFactsNameAnExitedHolder(t *testing.T) {
 		}
 	}
 }
+
+// TestFactsNameAnUnseenHolder: a ticket whose lock /proc/locks does not show
+// and whose pid is none here is held from another PID namespace (another
+// container, or the host seen from one): it is said to be out of sight, not
+// to have exited.
+func TestFactsNameAnUnseenHolder(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := cmd.Process.Pid
+	for _, tc := range []struct {
+		name  string
+		facts Facts
+		want  string
+	}{
+		{"no lock shown", Facts{User: "u", PID: dead, Seen: &Seen{User: "u"}}, unseenText},
+		{"its locker exited", Facts{User: "u", PID: dead, Seen: &Seen{User: "u", LockPID: dead}}, ", exited"},
+		{"running", Facts{User: "u", PID: os.Getpid(), Seen: &Seen{User: "u"}}, ""},
+	} {
+		got := tc.facts.String()
+		for _, say := range []string{unseenText, ", exited"} {
+			if strings.Contains(got, say) != (say == tc.want) {
+				t.Errorf("%s: String() = %q, want %q said: %v", tc.name, got, say, say == tc.want)
+			}
+		}
+		te := &TimeoutError{Device: "npu", Holder: &tc.facts}
+		if strings.Contains(te.Error(), "which has exited") != (tc.want == ", exited") {
+			t.Errorf("%s: TimeoutError = %q", tc.name, te.Error())
+		}
+	}
+}

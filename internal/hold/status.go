@@ -182,7 +182,7 @@ func (e *TimeoutError) Error() string {
 	who := "a holder that left no facts"
 	if e.Holder != nil {
 		who = e.Holder.String()
-		if !alive(e.Holder.pid()) {
+		if e.Holder.running() == gone {
 			who += ", which has exited"
 		}
 	}

@@ -25,6 +25,7 @@ const (
 	FirstToken = "first-token"
 	Content    = "content"
 	Regression = "baseline" // only with a baseline
+	Stop       = "stop"     // only when the stop left survivors
 )
 
 // Rate sources.
@@ -74,6 +75,10 @@ type Input struct {
 	// for the report when Replies is empty.
 	NoReplies string
 	Baseline  *Baseline // adds the baseline assertion when set
+	// Survivors are the processes the serve started that were still
+	// alive when the stop was done: a run that could not stop its serve
+	// does not pass, whatever it measured.
+	Survivors int
 }
 
 // Assertion is one line of the verdict.
@@ -114,6 +119,9 @@ func Judge(in Input) Verdict {
 		if in.Baseline != nil {
 			as = append(as, judgeBaseline(in.Replies, in.Limits, *in.Baseline))
 		}
+	}
+	if in.Survivors > 0 {
+		as = append(as, Assertion{Name: Stop, Detail: fmt.Sprintf("%d process(es) the serve started outlived the stop; the device stays held until its supervisor has killed them (serve.survivors in result.json; the console names each)", in.Survivors)})
 	}
 	pass := true
 	for _, a := range as {

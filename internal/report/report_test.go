@@ -446,3 +446,12 @@ func TestReplyTableFigures(t *testing.T) {
 		t.Errorf("Figures[2] = %+v, want the chunks counted, the doubt said, the retry marked", f)
 	}
 }
+
+// TestInputCarriesSurvivors: the judge sees the stop's survivors, so a run
+// that could not stop its serve never passes, in the gate or re-judged.
+func TestInputCarriesSurvivors(t *testing.T) {
+	r := &Result{Serve: ServeFacts{Survivors: 2}}
+	if got := r.Input().Survivors; got != 2 {
+		t.Errorf("Input().Survivors = %d, want 2", got)
+	}
+}

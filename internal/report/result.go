@@ -159,7 +159,7 @@ func (r *Result) Judged(v judge.Verdict) {
 
 // Input is what the judge needs of the result.
 func (r *Result) Input() judge.Input {
-	return judge.Input{Route: r.Route, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies, Baseline: r.Baseline}
+	return judge.Input{Route: r.Route, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies, Baseline: r.Baseline, Survivors: r.Serve.Survivors}
 }
 
 // Median is the median of the replies' figures that exist, for outputs and

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -89,38 +90,56 @@ func Descendants(pid int) []Proc {
 
 // Listeners is every process that holds a socket listening on TCP port.
 func Listeners(port int) []Proc {
-	inodes := map[string]bool{}
+	procs, _ := listeners(port)
+	return procs
+}
+
+// listeners is every process this user can see that holds a socket
+// listening on TCP port, and the owners (uids) of the listening sockets no
+// process it can see holds: another user's (whose descriptors only root may
+// read), or hidden by /proc's hidepid or a PID namespace.
+func listeners(port int) (procs []Proc, unseen []int) {
+	inodes := map[string]int{}
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		listeningInodes(f, port, inodes)
 	}
 	if len(inodes) == 0 {
-		return nil
+		return nil, nil
 	}
-	var out []Proc
 	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
 	seen := map[int]bool{}
+	found := map[string]bool{}
 	for _, fd := range fds {
 		target, err := os.Readlink(fd)
 		if err != nil || !strings.HasPrefix(target, "socket:[") {
 			continue
 		}
-		if !inodes[strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")] {
+		inode := strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")
+		if _, ok := inodes[inode]; !ok {
 			continue
 		}
+		found[inode] = true
 		pid, _ := strconv.Atoi(strings.Split(fd, "/")[2])
 		if seen[pid] {
 			continue
 		}
 		seen[pid] = true
 		if p, ok := Stat(pid); ok {
-			out = append(out, p)
+			procs = append(procs, p)
 		}
 	}
-	return out
+	for inode, uid := range inodes {
+		if !found[inode] && !slices.Contains(unseen, uid) {
+			unseen = append(unseen, uid)
+		}
+	}
+	slices.Sort(unseen)
+	return procs, unseen
 }
 
-// listeningInodes adds the inodes of sockets in LISTEN state on port.
-func listeningInodes(path string, port int, into map[string]bool) {
+// listeningInodes adds the inodes of sockets in LISTEN state on port, and
+// their owners' uids.
+func listeningInodes(path string, port int, into map[string]int) {
 	f, err := os.Open(path)
 	if err != nil {
 		return
@@ -139,6 +158,7 @@ func listeningInodes(path string, port int, into map[string]bool) {
 		if !ok || err != nil || len(b) != 2 || int(b[0])<<8|int(b[1]) != port {
 			continue
 		}
-		into[fs[9]] = true
+		uid, _ := strconv.Atoi(fs[7])
+		into[fs[9]] = uid
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,12 +163,19 @@ func CheckPortFree(port int) error {
 type StrangerError struct {
 	Port    int
 	Holders []Proc
+	// Unseen are the uids of listeners on the port that this user cannot
+	// see in /proc: they cannot be told from the serve's, so they are not
+	// taken for it.
+	Unseen []int
 }
 
 func (e *StrangerError) Error() string {
 	var hs []string
 	for _, h := range e.Holders {
 		hs = append(hs, h.String())
+	}
+	for _, uid := range e.Unseen {
+		hs = append(hs, fmt.Sprintf("a process of uid %d that uid %d cannot see in /proc (another user's, or /proc mounted hidepid)", uid, os.Geteuid()))
 	}
 	return fmt.Sprintf("port %d is answered by %s, not by the serve the gate started; it was not measured: stop it, or pass --port 0", e.Port, strings.Join(hs, ", "))
 }
@@ -183,14 +191,14 @@ func (p *Process) CheckListener(port int) error {
 		tree = append(tree, Proc{PID: pid})
 	}
 	var strangers []Proc
-	holders := Listeners(port)
+	holders, unseen := listeners(port)
 	for _, h := range holders {
 		if h.PID == p.super || !slices.ContainsFunc(tree, func(t Proc) bool { return t.PID == h.PID }) {
 			strangers = append(strangers, h)
 		}
 	}
-	if len(strangers) > 0 {
-		return &StrangerError{Port: port, Holders: strangers}
+	if len(strangers) > 0 || len(unseen) > 0 {
+		return &StrangerError{Port: port, Holders: strangers, Unseen: unseen}
 	}
 	return nil
 }

@@ -49,9 +49,21 @@ type container interface {
 	close() error
 }
 
+// makers make the cgroups a serve can be held in; onHost's make them on
+// this machine, tests give their own.
+type makers struct {
+	cgroup2, freezer func(self int) (*cgroup, error)
+}
+
+var onHost = makers{cgroup2: newCgroup2, freezer: newFreezer}
+
 // choose is the container want names, or with "auto" the first of
 // Mechanisms that works here; why says what the ones before it lacked.
 func choose(want string, self int) (c container, why []string, err error) {
+	return onHost.choose(want, self)
+}
+
+func (mk makers) choose(want string, self int) (c container, why []string, err error) {
 	if err := CheckContain(want); err != nil {
 		return nil, nil, err
 	}
@@ -61,9 +73,9 @@ func choose(want string, self int) (c container, why []string, err error) {
 		}
 		switch m {
 		case "cgroup2":
-			c, err = newCgroup2(self)
+			c, err = mk.cgroup2(self)
 		case "freezer":
-			c, err = newFreezer(self)
+			c, err = mk.freezer(self)
 		default:
 			c, err = descendantsOnly{}, nil
 		}

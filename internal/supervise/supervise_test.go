@@ -1,7 +1,9 @@
 package supervise
 
 import (
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -142,5 +144,43 @@ func TestFrozenCgroupStopsARunaway(t *testing.T) {
 				t.Errorf("%d members left after one kill", n)
 			}
 		})
+	}
+}
+
+// TestChooseFallsBack: where no cgroup can be made (a runner user with no
+// cgroup of its own), auto holds the serve with descendants and says why
+// each cgroup was not used; asked for by name, a cgroup that cannot be made
+// is an error naming it.
+func TestChooseFallsBack(t *testing.T) {
+	refuse := func(why string) func(int) (*cgroup, error) {
+		return func(int) (*cgroup, error) { return nil, errors.New(why) }
+	}
+	mk := makers{
+		cgroup2: refuse("/sys/fs/cgroup/unified/ is not writable by uid 1001 (its cgroup is not delegated to it)"),
+		freezer: refuse("/sys/fs/cgroup/freezer/ is not writable by uid 1001 (its cgroup is not delegated to it)"),
+	}
+	for _, want := range []string{"", "auto"} {
+		c, why, err := mk.choose(want, os.Getpid())
+		if err != nil {
+			t.Fatalf("choose(%q) with no cgroup to be had = %v, want descendants", want, err)
+		}
+		wantWhy := []string{
+			"cgroup2: /sys/fs/cgroup/unified/ is not writable by uid 1001 (its cgroup is not delegated to it)",
+			"freezer: /sys/fs/cgroup/freezer/ is not writable by uid 1001 (its cgroup is not delegated to it)",
+		}
+		if c.name() != "descendants" || !slices.Equal(why, wantWhy) {
+			t.Errorf("choose(%q) = %s, why %q; want descendants, why %q", want, c.name(), why, wantWhy)
+		}
+	}
+	for _, m := range []string{"cgroup2", "freezer"} {
+		if _, _, err := mk.choose(m, os.Getpid()); err == nil || !strings.Contains(err.Error(), ContainEnv+"="+m+": ") {
+			t.Errorf("choose(%s) with no cgroup to be had = %v, want an error naming %s=%s", m, err, ContainEnv, m)
+		}
+	}
+	// The first that works is taken, and only what came before it is said.
+	mk.freezer = func(int) (*cgroup, error) { return &cgroup{kind: "freezer"}, nil }
+	c, why, err := mk.choose("auto", os.Getpid())
+	if err != nil || c.name() != "freezer" || len(why) != 1 || !strings.HasPrefix(why[0], "cgroup2: ") {
+		t.Errorf("choose(auto) with a freezer = %v, why %q, %v; want freezer, one reason (cgroup2)", c, why, err)
 	}
 }
