@@ -98,9 +98,12 @@ func (e *env) flags(name string, c *common) *flag.FlagSet {
 	return fs
 }
 
-// device is the ticket c asks for: bad input when the pools file or the
-// count is wrong.
+// device is the ticket c asks for: bad input when the device's name, the
+// pools file or the count is wrong.
 func (e *env) device(c common) (*hold.Device, error) {
+	if err := hold.CheckName(c.device); err != nil {
+		return nil, fmt.Errorf("--%w", err)
+	}
 	pools, err := hold.LoadPools(c.pools)
 	if err != nil {
 		return nil, err

@@ -248,8 +248,8 @@ func (t *Ticket) Release() error {
 // Acquire waits for the device, or count devices of the pool, first come
 // first served, until ctx ends.
 func (d *Device) Acquire(ctx context.Context) (*Ticket, error) {
-	if d.Name == "" || strings.ContainsAny(d.Name, "/\x00") || d.Name == "." || d.Name == ".." {
-		return nil, fmt.Errorf("device %q: pass a plain name such as npu", d.Name)
+	if err := CheckName(d.Name); err != nil {
+		return nil, err
 	}
 	if n := len(d.members()); d.count() > n {
 		return nil, fmt.Errorf("%d devices asked of %s, which has %d", d.count(), d.Name, n)

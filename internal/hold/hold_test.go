@@ -462,3 +462,36 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 }
+
+// A device whose name starts with another's name and ".h." followed by a
+// ticket number would have holding files that read as the other device's:
+// holding npu.h.00000000000000000001 would show npu as held (and make its
+// waiters wait). Such names are refused, naming the rule, and the other
+// device stays free.
+func TestDeviceNamesReadAsAnotherTicket(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"npu.h.00000000000000000001", "npu.q.00000000000000000001", "npu.h.x"} {
+		d := &Device{Dir: dir, Name: name, Command: "the other device"}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		tk, err := d.Acquire(ctx)
+		cancel()
+		if err == nil {
+			defer tk.Release()
+		}
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("device %q: a device name may not hold", name)) || !strings.Contains(err.Error(), `read as those of "npu"`) {
+			t.Errorf("Acquire(%s) = %v, want it refused naming the rule", name, err)
+		}
+		if _, err := d.Status(); err == nil {
+			t.Errorf("Status(%s) = nil error, want the name refused", name)
+		}
+		st, err := (&Device{Dir: dir, Name: "npu"}).Status()
+		if err != nil || st.Held {
+			t.Errorf("npu's Status() after asking for %s = %+v, %v; want free", name, st, err)
+		}
+	}
+	for _, name := range []string{"npu", "npu.0", "npu-h-1", "npu.hq.1", "npu.h"} {
+		if err := CheckName(name); err != nil {
+			t.Errorf("CheckName(%q) = %v, want nil", name, err)
+		}
+	}
+}
