@@ -3,6 +3,7 @@ package hold
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -54,4 +55,40 @@ func flockWait(ctx context.Context, f *os.File, how int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Held is nil while the ticket's lock is still this holder's, else why not.
+//
+// A flock(2) lock belongs to an open file description, not to a process:
+// any process that shares the description (an inherited or passed
+// descriptor) drops it with flock(fd, LOCK_UN), for everyone, and a try on
+// the same description would only take the lock again and say nothing. So
+// the check opens the ticket's file anew, a description of its own (through
+// /proc/self/fd, not by its name in the shared directory), and tries a
+// shared lock without waiting: while the holder's exclusive lock stands,
+// that must fail with EWOULDBLOCK. Where /proc/locks names the process that
+// took the lock, it must be this one: a lock dropped and taken again by
+// someone else is not this holder's.
+func (t *Ticket) Held() error {
+	fd := int(t.file.Fd())
+	nfd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("the lock of ticket %s cannot be checked: opening it anew: %v", t.name, err)
+	}
+	defer unix.Close(nfd)
+	err = flockFD(nfd, unix.LOCK_SH|unix.LOCK_NB)
+	switch {
+	case err == nil:
+		return fmt.Errorf("the ticket %s was not locked any more: a process that shared its descriptor unlocked it, and the device was free to anyone", t.name)
+	case !errors.Is(err, unix.EWOULDBLOCK):
+		return fmt.Errorf("the lock of ticket %s cannot be checked: %v", t.name, err)
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return nil
+	}
+	if pid := flockers()[fileID{st.Dev, st.Ino}]; pid > 0 && pid != os.Getpid() {
+		return fmt.Errorf("the ticket %s is locked by %s, not by its holder (pid %d): its lock was dropped and taken again", t.name, describe(pid), os.Getpid())
+	}
+	return nil
 }

@@ -8,8 +8,10 @@
 // the flock of the live ticket just ahead of it, or, first in line, on those
 // of the holders, so it wakes when one is released or its owner dies: the
 // kernel drops the lock, no one polls. A ticket file nobody locks is a dead
-// one, and is passed over. A holder's descriptor is inherited by the serve
-// it starts, so a serve that escaped its gate still holds the device.
+// one, and is passed over. A holder's descriptor is held for the serve by
+// the serve's supervisor, which outlives everything the serve starts, and
+// never by the serve itself: a process that shares the descriptor can drop
+// the lock (flock LOCK_UN) for everyone.
 //
 // The directory is shared with every local user and nothing in it is
 // trusted (see files.go).
@@ -206,8 +208,8 @@ type Ticket struct {
 	Devices []Member // the devices held, in the pool's order
 }
 
-// Files are the descriptors a serve inherits, so the device stays held for
-// as long as anything started under the ticket runs.
+// Files are the descriptors a serve's supervisor holds, so the device stays
+// held for as long as anything started under the ticket runs.
 func (t *Ticket) Files() []*os.File { return []*os.File{t.file} }
 
 // Names are the held devices' names.

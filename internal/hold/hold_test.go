@@ -495,3 +495,58 @@ func TestDeviceNamesReadAsAnotherTicket(t *testing.T) {
 		}
 	}
 }
+
+// Held checks the lock from a description of its own: a lock dropped
+// through a shared descriptor is seen, and so is a lock that another
+// process took after it was dropped. A check on the holder's own
+// description would take the lock again and see nothing.
+func TestTicketHeld(t *testing.T) {
+	dir := t.TempDir()
+	tk, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Release()
+	if err := tk.Held(); err != nil {
+		t.Fatalf("Held() of a fresh ticket = %v, want nil", err)
+	}
+	if err := tk.Held(); err != nil {
+		t.Fatalf("Held() again = %v, want nil: the check leaves the lock as it was", err)
+	}
+	// A process that shares the descriptor (a serve that inherited it)
+	// unlocks it.
+	shared, err := unix.Dup(int(tk.Files()[0].Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(shared)
+	if err := unix.Flock(shared, unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Held(); err == nil || !strings.Contains(err.Error(), "was not locked any more: a process that shared its descriptor unlocked it") {
+		t.Errorf("Held() after LOCK_UN through a shared descriptor = %v, want it lost", err)
+	}
+	if err := tk.Held(); err == nil {
+		t.Errorf("Held() checked twice = nil: the first check kept a lock")
+	}
+	// Another process takes the unlocked file's lock.
+	name := filepath.Join(dir, tk.name)
+	other := exec.Command("flock", "--exclusive", name, "sh", "-c", "echo locked; exec sleep 60")
+	out, err := other.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(); err != nil {
+		t.Skipf("no flock(1): %v", err)
+	}
+	defer func() {
+		other.Process.Kill()
+		other.Wait()
+	}()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Held(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("not by its holder (pid %d): its lock was dropped and taken again", os.Getpid())) {
+		t.Errorf("Held() with the lock taken by pid %d = %v, want it named", other.Process.Pid, err)
+	}
+}

@@ -74,6 +74,9 @@ type Input struct {
 	// for the report when Replies is empty.
 	NoReplies string
 	Baseline  *Baseline // adds the baseline assertion when set
+	// Release is how the device was given back: the release assertion is
+	// added, failed, when it was not given back clean.
+	Release Release
 }
 
 // Assertion is one line of the verdict.
@@ -114,6 +117,9 @@ func Judge(in Input) Verdict {
 		if in.Baseline != nil {
 			as = append(as, judgeBaseline(in.Replies, in.Limits, *in.Baseline))
 		}
+	}
+	if a, ok := judgeRelease(in.Release); ok {
+		as = append(as, a)
 	}
 	pass := true
 	for _, a := range as {
