@@ -41,7 +41,9 @@ const DefaultDir = "/run/lock/npu-hold"
 
 // Facts say who holds or waits: shown by status and to other waiters, and
 // written to the token file while held. Facts read from a ticket are
-// another user's words: clean makes them safe to print.
+// another user's words, kept as they are (status --json gives them so);
+// String makes them safe to print, and shows the system's word where it
+// has one.
 type Facts struct {
 	Ticket  uint64    `json:"ticket"`
 	Device  string    `json:"device"`
@@ -67,6 +69,10 @@ type Seen struct {
 	User    string `json:"user"`
 	LockPID int    `json:"lock_pid,omitempty"` // 0 when /proc/locks does not say
 	Doubt   string `json:"doubt,omitempty"`
+	// Changed is the file's last status change (fstat ctime): when it was
+	// published, or later. Its owner can set its mtime and write any
+	// "since" in it, but cannot set this back.
+	Changed time.Time `json:"changed,omitzero"`
 }
 
 // Bounds on what is shown of another ticket's facts.
@@ -137,8 +143,11 @@ func (f Facts) String() string {
 	if len(f.Devices) > 1 {
 		s += " on " + clip(strings.Join(f.Devices, ","), maxShown)
 	}
-	if !f.Since.IsZero() {
-		s += fmt.Sprintf(" since %s (%s ago)", f.Since.Format("15:04:05"), time.Since(f.Since).Round(time.Second))
+	if since, claim := f.when(f.Since); !since.IsZero() {
+		s += fmt.Sprintf(" since %s (%s ago)", since.Format("15:04:05"), time.Since(since).Round(time.Second))
+		if claim != "" {
+			says = append(says, "since "+claim)
+		}
 	}
 	if f.RunURL != "" {
 		s += ", run " + clip(f.RunURL, maxShown)
@@ -150,6 +159,27 @@ func (f Facts) String() string {
 		s += " [" + clip(f.Seen.Doubt, maxShown) + "]"
 	}
 	return s
+}
+
+// when is the time a ticket claims (its since, or when it was queued) as
+// the system says it where it can: the ticket file's change time, which
+// its writer cannot set back. A claim more than a second from it is given
+// as claim, to be marked.
+func (f Facts) when(claimed time.Time) (t time.Time, claim string) {
+	if claimed.IsZero() || f.Seen == nil || f.Seen.Changed.IsZero() {
+		return claimed, ""
+	}
+	if d := claimed.Sub(f.Seen.Changed); d > time.Second || d < -time.Second {
+		claim = claimed.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	return f.Seen.Changed, claim
+}
+
+// QueuedAt is when a waiter joined the queue, as its file's change time
+// says where it is known, else as it claims.
+func (f Facts) QueuedAt() time.Time {
+	t, _ := f.when(f.Queued)
+	return t
 }
 
 // quote puts text already escaped for the console (clip) in double quotes,

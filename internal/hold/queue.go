@@ -117,10 +117,14 @@ func (d *Device) scan(dir *lockDir, kind byte, limit uint64) []entry {
 			users[st.Uid] = userNamed(st.Uid)
 		}
 		e := entry{kind: k, n: n, name: name, file: f}
-		e.seen = Seen{UID: st.Uid, User: users[st.Uid], LockPID: lockers[fileID{st.Dev, st.Ino}]}
+		e.seen = Seen{UID: st.Uid, User: users[st.Uid], LockPID: lockers[fileID{st.Dev, st.Ino}], Changed: time.Unix(st.Ctim.Unix())}
 		var facts Facts
 		if json.Unmarshal(read(f), &facts) == nil {
-			facts.clean()
+			// Kept as written (String escapes what it prints), but for
+			// the number of devices, which the grant goes through.
+			if len(facts.Devices) > maxDevices {
+				facts.Devices = facts.Devices[:maxDevices]
+			}
 			seen := e.seen
 			facts.Seen = &seen
 			e.facts = &facts
