@@ -422,3 +422,26 @@ func TestReplyTableFigures(t *testing.T) {
 		t.Errorf("Figures[2] = %+v, want the chunks counted, the doubt said, the retry marked", f)
 	}
 }
+
+// A run whose stop left processes of the serve alive, or whose ticket was
+// lost, or whose supervisor was found stopped, fails on the release
+// assertion, judged from result.json's facts (so re-judging keeps it).
+func TestReleaseFactsFailTheRun(t *testing.T) {
+	for name, set := range map[string]func(r *Result){
+		"survivors":  func(r *Result) { r.Serve.Survivors, r.Serve.Left = 2, []string{"12 sleep 600", "13 llama-server"} },
+		"lost":       func(r *Result) { r.Hold.Lost = "the ticket npu.h.1 was not locked any more" },
+		"stopped":    func(r *Result) { r.Serve.SupervisorStopped = 1 },
+		"clean":      func(r *Result) {},
+		"swept only": func(r *Result) { r.Serve.Swept = 3 },
+	} {
+		r := sample()
+		set(r)
+		var b bytes.Buffer
+		r.Judged(judge.Judge(r.Input()))
+		Console(&b, r)
+		clean := name == "clean" || name == "swept only"
+		if r.Pass() != clean || strings.Contains(b.String(), "release ") == clean {
+			t.Errorf("%s: verdict %s, want pass %v:\n%s", name, r.Verdict, clean, b.String())
+		}
+	}
+}
