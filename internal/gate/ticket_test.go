@@ -119,7 +119,7 @@ func TestLostTicketFailsTheRun(t *testing.T) {
 		t.Fatalf("Run() with the ticket unlocked = verdict %s, lost %q; want a fail saying the ticket was lost", res.Verdict, res.Hold.Lost)
 	}
 	last := res.Assertions[len(res.Assertions)-1]
-	if last.Name != judge.Released || last.OK || !strings.Contains(last.Detail, "the device's ticket was lost during the run") {
+	if last.Name != judge.Released || last.OK || !strings.Contains(last.Detail, "could not confirm that it held the device's ticket to the end") {
 		t.Errorf("the last assertion = %+v, want release failed saying the ticket was lost", last)
 	}
 	for _, a := range res.Assertions[:len(res.Assertions)-1] {

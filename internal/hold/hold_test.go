@@ -550,3 +550,42 @@ func TestTicketHeld(t *testing.T) {
 		t.Errorf("Held() with the lock taken by pid %d = %v, want it named", other.Process.Pid, err)
 	}
 }
+
+// Without /proc, Held opens the ticket anew by its name, and only while it
+// is still the ticket's own file: a description of its own, on which the
+// holder's lock is seen.
+func TestTicketReopenByName(t *testing.T) {
+	dir := t.TempDir()
+	tk, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Release()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(tk.Files()[0].Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := tk.reopenByName(&st)
+	if err != nil {
+		t.Fatalf("reopenByName() = %v", err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+		t.Errorf("a shared lock on the reopened ticket = %v, want EWOULDBLOCK while held", err)
+	}
+	unix.Close(fd)
+	// Another file under the ticket's name (only its owner could put it
+	// there) is not the ticket.
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(other, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, filepath.Join(dir, tk.name)); err != nil {
+		t.Fatal(err)
+	}
+	if fd, err := tk.reopenByName(&st); err == nil || !strings.Contains(err.Error(), "was replaced in the lock directory by another file") {
+		if err == nil {
+			unix.Close(fd)
+		}
+		t.Errorf("reopenByName() of a replaced ticket = %v, want it refused", err)
+	}
+}

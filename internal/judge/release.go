@@ -16,7 +16,7 @@ type Release struct {
 	Survivors int
 	Left      []string
 	// Lost says why the device's ticket was not the run's own any more at
-	// the end; "" when it was.
+	// the end, or could not be checked; "" when it was.
 	Lost string
 	// Stopped is how many times the serve's supervisor, which stops the
 	// serve's tree and holds the ticket for it, was found stopped (SIGSTOP)
@@ -43,7 +43,7 @@ func judgeRelease(r Release) (Assertion, bool) {
 		why = append(why, s+": the device is not free of this run, and the next run's figures on it are suspect")
 	}
 	if r.Lost != "" {
-		why = append(why, "the device's ticket was lost during the run ("+Quote(r.Lost, 300)+"): another run may have had the device while this one measured")
+		why = append(why, "the gate could not confirm that it held the device's ticket to the end ("+Quote(r.Lost, 300)+"): another run may have had the device while this one measured")
 	}
 	if r.Stopped > 0 {
 		why = append(why, fmt.Sprintf("the serve's supervisor was found stopped (SIGSTOP) %d time(s) at the serve's stop, and continued: something the serve started stopped the process that holds the device and stops the serve", r.Stopped))

@@ -18,10 +18,10 @@ func TestJudgeRelease(t *testing.T) {
 		}},
 		{"survivors unnamed", Release{Survivors: 1}, []string{"1 process(es) of the serve survived its stop: the device"}},
 		{"lost", Release{Lost: "the ticket npu.h.1 was not locked any more"}, []string{
-			`the device's ticket was lost during the run ("the ticket npu.h.1 was not locked any more"): another run may have had the device while this one measured`,
+			`the gate could not confirm that it held the device's ticket to the end ("the ticket npu.h.1 was not locked any more"): another run may have had the device while this one measured`,
 		}},
 		{"stopped", Release{Stopped: 3}, []string{"the serve's supervisor was found stopped (SIGSTOP) 3 time(s) at the serve's stop, and continued"}},
-		{"all", Release{Survivors: 1, Left: []string{"9 x"}, Lost: "gone", Stopped: 1}, []string{`survived its stop ("9 x")`, `lost during the run ("gone")`, "found stopped (SIGSTOP) 1 time(s)"}},
+		{"all", Release{Survivors: 1, Left: []string{"9 x"}, Lost: "gone", Stopped: 1}, []string{`survived its stop ("9 x")`, `ticket to the end ("gone")`, "found stopped (SIGSTOP) 1 time(s)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in := Input{Route: fast, Replies: replies([]float64{90, 90, 90}, []float64{250, 250, 250}), Limits: Limits{Floor: 60, FirstTokenMS: 600}, Release: tt.r}
