@@ -107,12 +107,14 @@ func Start(o Options) (*Process, error) {
 		runtime.LockOSThread()
 		// Never unlocked: the thread is torn down with this goroutine, after
 		// the supervisor is gone.
-		if err := cmd.Start(); err != nil {
+		// Started and counted as a supervisor in one step: a look for
+		// orphans (another serve's stop, in the same gate) never sees it
+		// in between.
+		if err := supervisors.start(cmd.Start, func() int { return cmd.Process.Pid }); err != nil {
 			spawned <- err
 			return
 		}
 		p.super = cmd.Process.Pid
-		supervisors.add(p.super)
 		spawned <- nil
 		cmd.Wait()
 		supervisors.remove(p.super)
@@ -526,10 +528,16 @@ type pidSet struct {
 	m  map[int]bool
 }
 
-func (s *pidSet) add(pid int) {
+// start starts a child and adds its pid, under the set's lock, which a
+// look for orphans holds too.
+func (s *pidSet) start(start func() error, pid func() int) error {
 	s.mu.Lock()
-	s.m[pid] = true
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if err := start(); err != nil {
+		return err
+	}
+	s.m[pid()] = true
+	return nil
 }
 
 func (s *pidSet) remove(pid int) {
@@ -538,11 +546,6 @@ func (s *pidSet) remove(pid int) {
 	s.mu.Unlock()
 }
 
-func (s *pidSet) has(pid int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[pid]
-}
 
 // orphans is every live process below this one, but for its live
 // supervisors and their trees, that started no earlier than since (the
@@ -552,6 +555,11 @@ func orphans(since uint64) []Proc {
 	if since == 0 {
 		return nil
 	}
+	// The set is held while /proc is read: a supervisor started meanwhile
+	// waits, rather than show up as a child of the gate that is none of
+	// its supervisors.
+	supervisors.mu.Lock()
+	defer supervisors.mu.Unlock()
 	self := os.Getpid()
 	children := map[int][]Proc{}
 	for _, pr := range List() {
@@ -561,7 +569,7 @@ func orphans(since uint64) []Proc {
 	for queue := children[self]; len(queue) > 0; {
 		pr := queue[0]
 		queue = queue[1:]
-		if pr.PPID == self && supervisors.has(pr.PID) {
+		if pr.PPID == self && supervisors.m[pr.PID] {
 			continue // a live supervisor holds its own tree
 		}
 		queue = append(queue, children[pr.PID]...)
