@@ -115,8 +115,9 @@ release() {
 	run=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/npu-serve-smoke-bin.XXXXXX")
 	copy="$run/npu-serve-smoke"
 	if [ -f "$dir.complete" ] && [ -f "$file" ]; then
-		cp -- "$file" "$copy"
-		if [ "$(file_sha256 "$copy")" = "$want" ]; then
+		# A cache that changes under the copy fails the check (or the copy)
+		# and is downloaded again.
+		if cp -- "$file" "$copy" && [ "$(file_sha256 "$copy")" = "$want" ]; then
 			chmod 700 "$copy"
 			echo "npu-serve-smoke: release $version$origin for $arch, cached and verified (SHA-256 $want); runs as the checked copy $copy"
 			bin=$copy
