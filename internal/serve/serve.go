@@ -546,7 +546,6 @@ func (s *pidSet) remove(pid int) {
 	s.mu.Unlock()
 }
 
-
 // orphans is every live process below this one, but for its live
 // supervisors and their trees, that started no earlier than since (the
 // dead supervisor's start): what a supervisor that died left, re-parented to
