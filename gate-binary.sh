@@ -6,9 +6,13 @@
 #     this very source (its "# source" line is the hash of the tree's Go
 #     files, computed again here) and names an asset for this runner's arch:
 #     downloaded once into the runner's tool cache
-#     ($RUNNER_TOOL_CACHE/npu-serve-smoke/VERSION/ARCH plus ARCH.complete),
-#     and its SHA-256 checked against checksums.txt on every run. A binary
-#     whose SHA-256 differs is refused: nothing is cached or run.
+#     ($RUNNER_TOOL_CACHE/npu-serve-smoke/VERSION/ARCH plus ARCH.complete).
+#     Every run copies it into a fresh directory of this job's RUNNER_TEMP
+#     (mktemp -d: mode 0700, a name no other job knows), checks the COPY's
+#     SHA-256 against checksums.txt, and runs the copy: the cache is shared
+#     with every job of the runner's user, and a file swapped there after
+#     the check is never the one that runs. A binary whose SHA-256 differs
+#     is refused: nothing is cached or run.
 #  2. Else (no release of this source: `uses: ./`, a branch, a fork; or its
 #     download failed) a build from source when Go is on PATH, every run,
 #     into a fresh directory of this job's RUNNER_TEMP; only Go's own build
@@ -72,7 +76,7 @@ download() {
 # is none. Exits 1 when a downloaded binary is not the released one. (Called
 # as a plain command, never as a condition, so that set -e holds in it.)
 release() {
-	local sums="$ACTION_PATH/checksums.txt" origin goarch arch version src asset want base url dir file got tmp
+	local sums="$ACTION_PATH/checksums.txt" origin goarch arch version src asset want base url dir file got tmp run copy
 	if [ "${RUNNER_OS:-}" != Linux ]; then
 		why="releases hold linux binaries, and this runner is ${RUNNER_OS:-of an unknown OS}"
 		return
@@ -105,12 +109,21 @@ release() {
 	origin=${ACTION_REPOSITORY:+ of $ACTION_REPOSITORY@${ACTION_REF:-?}}
 	dir="${RUNNER_TOOL_CACHE:-$RUNNER_TEMP}/npu-serve-smoke/${version#v}/$arch"
 	file="$dir/npu-serve-smoke"
+	# What runs is a copy in this job's own directory, checked after it was
+	# copied: whatever happens to the cache from here on, the bytes checked
+	# are the bytes run.
+	run=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/npu-serve-smoke-bin.XXXXXX")
+	copy="$run/npu-serve-smoke"
 	if [ -f "$dir.complete" ] && [ -f "$file" ]; then
-		if [ "$(file_sha256 "$file")" = "$want" ]; then
-			echo "npu-serve-smoke: release $version$origin for $arch, cached and verified (SHA-256 $want)"
-			bin=$file
+		# A cache that changes under the copy fails the check (or the copy)
+		# and is downloaded again.
+		if cp -- "$file" "$copy" && [ "$(file_sha256 "$copy")" = "$want" ]; then
+			chmod 700 "$copy"
+			echo "npu-serve-smoke: release $version$origin for $arch, cached and verified (SHA-256 $want); runs as the checked copy $copy"
+			bin=$copy
 			return
 		fi
+		rm -f "$copy"
 		echo "::warning title=npu serve smoke::the cached $file does not match checksums.txt; downloading it again"
 	fi
 	rm -f "$dir.complete"
@@ -120,28 +133,33 @@ release() {
 	elif [ -n "${ACTION_REPOSITORY:-}" ]; then
 		base="${GITHUB_SERVER_URL:-https://github.com}/$ACTION_REPOSITORY/releases/download"
 	else
+		rm -rf "$run"
 		why="the action's repository is not known here (uses: ./), so there is nothing to download"
 		return
 	fi
 	url="$base/$version/$asset"
-	mkdir -p "$dir"
-	tmp=$(mktemp "$dir/.download.XXXXXX")
-	if ! download "$url" "$tmp"; then
-		rm -f "$tmp"
+	# Downloaded into this job's directory and checked there; the cache
+	# gets a copy of the checked file, for the next job to check again.
+	if ! download "$url" "$copy"; then
+		rm -rf "$run"
 		why="downloading $url failed"
 		return
 	fi
-	got=$(file_sha256 "$tmp")
+	got=$(file_sha256 "$copy")
 	if [ "$got" != "$want" ]; then
-		rm -f "$tmp"
+		rm -rf "$run"
 		error "$url has SHA-256 $got, and checksums.txt at this action's commit says $want for $asset. The download is refused: nothing was cached or run. A release asset that differs from the committed checksums was replaced or damaged after the release; report it to the action's maintainers."
 		exit 1
 	fi
+	chmod 700 "$copy"
+	mkdir -p "$dir"
+	tmp=$(mktemp "$dir/.download.XXXXXX")
+	cp -- "$copy" "$tmp"
 	chmod 755 "$tmp"
 	mv -f "$tmp" "$file"
 	: >"$dir.complete"
-	echo "npu-serve-smoke: release $version$origin for $arch, downloaded from $url and verified (SHA-256 $want)"
-	bin=$file
+	echo "npu-serve-smoke: release $version$origin for $arch, downloaded from $url and verified (SHA-256 $want); runs as the checked copy $copy"
+	bin=$copy
 }
 
 # build: the gate built from the action's source into a new directory of

@@ -123,6 +123,7 @@ jobs:
 			"-s", "GITHUB_TOKEN=ghs_fake",
 			"--env", "GITHUB_API_URL="+gh.URL,
 			"--env", "GITHUB_REPOSITORY=acme/serve",
+			"--env", "NPU_HOLD_DIR="+filepath.Join(dir, "locks"),
 			"--env", "NPU_SERVE_SMOKE_DOWNLOAD_URL="+dl.URL+"/acme/npu-serve-smoke/releases/download/",
 		)
 		return o, filepath.Join(cache, "tool_cache", "npu-serve-smoke"), err

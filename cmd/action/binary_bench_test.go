@@ -93,7 +93,7 @@ func TestGateBinaryWgetShasum(t *testing.T) {
 		t.Skip("-short: a release build")
 	}
 	bin := t.TempDir()
-	for _, tool := range []string{"bash", "find", "sort", "xargs", "cut", "sed", "awk", "head", "mktemp", "mkdir", "rm", "chmod", "mv", "cat", "wget", "shasum", "perl"} {
+	for _, tool := range []string{"bash", "find", "sort", "xargs", "cut", "sed", "awk", "head", "mktemp", "mkdir", "rm", "chmod", "mv", "cp", "cat", "wget", "shasum", "perl"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			t.Skipf("no %s: %v", tool, err)
@@ -112,12 +112,13 @@ func TestGateBinaryWgetShasum(t *testing.T) {
 
 	cache := t.TempDir()
 	got, o, err := runGateBinary(t, r, r.tree, cache, srv.URL, env)
-	want := filepath.Join(cache, "npu-serve-smoke", "9.9.9", r.arch, "npu-serve-smoke")
-	if err != nil || got != want || !strings.Contains(o, "downloaded from "+srv.URL+path+" and verified") {
-		t.Fatalf("gate-binary.sh with wget and shasum = %q, %v, want %s:\n%s", got, err, want, o)
+	if err != nil || got == "" || strings.HasPrefix(got, cache) || !strings.Contains(o, "downloaded from "+srv.URL+path+" and verified") {
+		t.Fatalf("gate-binary.sh with wget and shasum = %q, %v, want a checked copy outside the tool cache:\n%s", got, err, o)
 	}
-	if b, err := os.ReadFile(got); err != nil || !bytes.Equal(b, r.good) {
-		t.Errorf("the cached binary is not the release's: %v", err)
+	for _, f := range []string{got, filepath.Join(cache, "npu-serve-smoke", "9.9.9", r.arch, "npu-serve-smoke")} {
+		if b, err := os.ReadFile(f); err != nil || !bytes.Equal(b, r.good) {
+			t.Errorf("%s is not the release's binary: %v", f, err)
+		}
 	}
 
 	bad := bytes.Clone(r.good)
@@ -175,4 +176,115 @@ func sourceKey(t *testing.T, tree string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(o))
+}
+
+// The cached release binary is shared with every job of the runner's
+// user, and the action checks it in one step and runs it in the next. What
+// runs is the copy the check read, in this job's own directory: a cache
+// swapped after the step (as another job could) is not what runs, and a
+// cache swapped before it is refused and downloaded again. While another
+// process swaps the cache back and forth, every run still gets the
+// release's bytes.
+func TestGateBinaryRunsTheCheckedCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a release build")
+	}
+	r := newReleased(t, t.TempDir())
+	rel := &fakeReleases{assets: map[string][]byte{}, hits: map[string]int{}}
+	rel.set("/acme/npu-serve-smoke/releases/download/"+r.version+"/"+r.asset, r.good)
+	srv := httptest.NewServer(rel)
+	defer srv.Close()
+	noGo := pathWithoutGo(t)
+	planted := []byte("#!/bin/sh\necho PLANTED BINARY RAN\n")
+	cache := t.TempDir()
+	cached := filepath.Join(cache, "npu-serve-smoke", "9.9.9", r.arch, "npu-serve-smoke")
+	// swap replaces the cached file as another job would: a new file
+	// renamed over it.
+	swap := func(t *testing.T, b []byte) {
+		tmp := cached + ".swap"
+		if err := os.WriteFile(tmp, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, cached); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// runs is what exec of bin runs, and bin's bytes then.
+	runs := func(t *testing.T, bin string) {
+		t.Helper()
+		if b, err := os.ReadFile(bin); err != nil || !bytes.Equal(b, r.good) {
+			t.Errorf("%s is not the release's binary (%v)", bin, err)
+		}
+		h, err := exec.Command(bin, "help").CombinedOutput()
+		if err != nil || bytes.Contains(h, []byte("PLANTED")) || !bytes.Contains(h, []byte("npu-serve-smoke")) {
+			t.Errorf("%s help = %v:\n%s, want the gate's help", bin, err, h)
+		}
+	}
+	if bin, o, err := runGateBinary(t, r, r.tree, cache, srv.URL, noGo); err != nil || !strings.Contains(o, "downloaded from ") {
+		t.Fatalf("the first run = %q, %v, want a download:\n%s", bin, err, o)
+	}
+
+	t.Run("swapped after the check", func(t *testing.T) {
+		bin, o, err := runGateBinary(t, r, r.tree, cache, srv.URL, noGo)
+		if err != nil || !strings.Contains(o, "cached and verified") {
+			t.Fatalf("gate-binary.sh = %q, %v, want the cached release:\n%s", bin, err, o)
+		}
+		swap(t, planted)
+		if strings.HasPrefix(bin, cache) {
+			t.Errorf("gate-binary.sh gave %s, in the shared tool cache: the file checked is not the file run", bin)
+		}
+		runs(t, bin)
+		if fi, err := os.Stat(filepath.Dir(bin)); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("the copy's directory: %v, %v; want mode 0700", fi.Mode(), err)
+		}
+	})
+
+	t.Run("swapped before the check", func(t *testing.T) {
+		swap(t, planted)
+		bin, o, err := runGateBinary(t, r, r.tree, cache, srv.URL, noGo)
+		if err != nil || !strings.Contains(o, "does not match checksums.txt; downloading it again") || !strings.Contains(o, "downloaded from ") {
+			t.Fatalf("gate-binary.sh on a swapped cache = %q, %v, want it refused and downloaded again:\n%s", bin, err, o)
+		}
+		runs(t, bin)
+		if b, err := os.ReadFile(cached); err != nil || !bytes.Equal(b, r.good) {
+			t.Errorf("the cache after a new download is not the release's binary (%v)", err)
+		}
+	})
+
+	t.Run("swapped all the while", func(t *testing.T) {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				b := planted
+				if i%2 == 1 {
+					b = r.good
+				}
+				tmp := cached + ".swap"
+				if os.WriteFile(tmp, b, 0o755) == nil {
+					os.Rename(tmp, cached)
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			<-done
+		}()
+		for range 10 {
+			bin, o, err := runGateBinary(t, r, r.tree, cache, srv.URL, noGo)
+			if err != nil {
+				t.Fatalf("gate-binary.sh = %q, %v:\n%s", bin, err, o)
+			}
+			// Read while the swaps go on, as the next step would run it.
+			if b, err := os.ReadFile(bin); err != nil || !bytes.Equal(b, r.good) {
+				t.Fatalf("%s, given while the cache was swapped, is not the release's binary (%v)", bin, err)
+			}
+		}
+	})
 }

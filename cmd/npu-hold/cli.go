@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -107,9 +109,12 @@ func (e *env) flags(name string, c *common) *flag.FlagSet {
 	return fs
 }
 
-// device is the ticket c asks for: bad input when the pools file or the
-// count is wrong.
+// device is the ticket c asks for: bad input when the device's name, the
+// pools file or the count is wrong.
 func (e *env) device(c common) (*hold.Device, error) {
+	if err := hold.CheckName(c.device); err != nil {
+		return nil, fmt.Errorf("--%w", err)
+	}
 	pools, err := hold.LoadPools(c.pools)
 	if err != nil {
 		return nil, err
@@ -244,7 +249,7 @@ func (e *env) status(args []string) int {
 	e.clearStaleToken(e.tokenFile(fs, *tokenFile))
 	if *asJSON {
 		b, _ := json.MarshalIndent(st, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(jsonQuiet(b)))
 		return exitOK
 	}
 	if d.Pool != nil {
@@ -263,9 +268,34 @@ func (e *env) status(args []string) int {
 		fmt.Fprintf(e.stdout, "  the lock is open in pids %s\n", strings.Trim(fmt.Sprint(st.Lockers), "[]"))
 	}
 	for i, w := range st.Queue {
-		fmt.Fprintf(e.stdout, "  %d. %s, waiting since %s\n", i+1, w, w.Queued.Format("15:04:05"))
+		fmt.Fprintf(e.stdout, "  %d. %s, waiting since %s\n", i+1, w, w.QueuedAt().Format("15:04:05"))
 	}
 	return exitOK
+}
+
+// jsonQuiet is JSON text with every character a terminal would act on or
+// not show as itself (bidi overrides, C1 controls, line separators) written
+// as a \u escape, as encoding/json already writes those below U+0020: the
+// same JSON, which decodes to the same raw facts, but that is safe to print.
+// Outside strings the text is ASCII (its line breaks are the layout's), so
+// only strings change.
+func jsonQuiet(b []byte) []byte {
+	quiet := func(r rune) bool { return r >= utf8.RuneSelf && console.IsControl(r) }
+	s := string(b)
+	if !strings.ContainsFunc(s, quiet) {
+		return b
+	}
+	var out strings.Builder
+	for _, r := range s {
+		if !quiet(r) {
+			out.WriteRune(r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&out, `\u%04x`, u)
+		}
+	}
+	return []byte(out.String())
 }
 
 // poolStatus prints every device of a pool, its holder, and the waiters.
@@ -288,7 +318,7 @@ func (e *env) poolStatus(st *hold.Status) {
 		fmt.Fprintf(e.stdout, "  the holders' tickets are open in pids %s\n", strings.Trim(fmt.Sprint(st.Lockers), "[]"))
 	}
 	for i, w := range st.Queue {
-		fmt.Fprintf(e.stdout, "  %d. %s, %s, waiting since %s\n", i+1, w, devices(max(w.Count, 1)), w.Queued.Format("15:04:05"))
+		fmt.Fprintf(e.stdout, "  %d. %s, %s, waiting since %s\n", i+1, w, devices(max(w.Count, 1)), w.QueuedAt().Format("15:04:05"))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
@@ -258,6 +259,8 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	// The hold and the device.
 	if !deviceName.MatchString(c.Device) {
 		bad("--device %q: pass a device name of letters, digits, '.', '_' and '-' (e.g. npu)", c.Device)
+	} else if err := hold.CheckName(c.Device); err != nil {
+		bad("--%v", err)
 	}
 	if c.Count < 1 {
 		bad("--count %d: ask for 1 device or more", c.Count)

@@ -121,6 +121,7 @@ func TestCheckBad(t *testing.T) {
 		{"request timeout", func(c *Config) { c.RequestTimeout = -time.Second }, "--request-timeout -1s"},
 		{"hold timeout", func(c *Config) { c.HoldTimeout = 0 }, "--hold-timeout 0s"},
 		{"device with a slash", func(c *Config) { c.Device = "../etc" }, `--device "../etc"`},
+		{"device read as another's ticket", func(c *Config) { c.Device = "npu.h.00000000000000000001" }, `--device "npu.h.00000000000000000001": a device name may not hold ".h.": ticket files are named DEVICE.q.N and DEVICE.h.N, so its tickets would read as those of "npu"; rename it, e.g. npu-h-00000000000000000001`},
 		{"count below 1", func(c *Config) { c.Count = 0 }, "--count 0: ask for 1 device or more"},
 		{"count without the builtin hold", func(c *Config) { c.Count, c.Hold = 2, "none" }, "--count 2 needs --hold builtin: the gate hands out a pool's devices itself"},
 		{"hold unknown", func(c *Config) { c.Hold = "maybe" }, `--hold "maybe": pass builtin, none, or command:NAME`},

@@ -46,6 +46,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		ignoreTerm  = fs.Bool("ignore-term", false, "ignore SIGTERM (a serve that will not stop)")
 		detach      = fs.Bool("spawn-detached", false, "start a helper in a session of its own that sleeps, as a serve's helper might")
 		closeStdio  = fs.Bool("close-stdio", false, "close stdin, stdout and stderr once listening")
+		unlock      = fs.Bool("unlock-inherited", false, "at start, flock(LOCK_UN) every regular file it inherited from fd 3 on (a device ticket's lock, if it has one), as a hostile serve can")
+		stopParent  = fs.Bool("stop-parent", false, "once listening, stop its parent with SIGSTOP (its supervisor), as a hostile serve can")
 	)
 	fs.StringVar(&opt.Model, "model", "sim-0.6B", "model name")
 	fs.StringVar(&opt.Persona, "persona", "", "behave like a kind of serve: "+strings.Join(PersonaNames(), ", ")+" (default: the reference serve)")
@@ -104,6 +106,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "fakellm: loading model %s\nfakellm: fatal: no accelerator found (/dev/accel/accel0: no such file or directory)\n", opt.Model)
 		return *exitAtStart
 	}
+	if *unlock {
+		unlockInherited(stdout)
+	}
 	if *detach {
 		if err := spawnDetached(opt.Model); err != nil {
 			fmt.Fprintf(stderr, "fakellm: spawn: %v\n", err)
@@ -130,6 +135,11 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	handler := New(opt)
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "fakellm: listening on %s\n", ln.Addr())
+	if *stopParent {
+		ppid := os.Getppid()
+		fmt.Fprintf(stdout, "fakellm: stopping its parent, pid %d (SIGSTOP)\n", ppid)
+		syscall.Kill(ppid, syscall.SIGSTOP)
+	}
 	if *closeStdio {
 		// As a daemon does: close stdin, stdout and stderr, and put
 		// /dev/null in their place, so no socket takes their numbers.
@@ -160,6 +170,26 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// unlockInherited unlocks (flock LOCK_UN) each file of a path open from fd
+// 3 up, and says which: a lock taken through a shared open file is dropped
+// for every process that shares it. (The runtime's own descriptors, pidfds
+// and the like, have no path.)
+func unlockInherited(log io.Writer) {
+	n := 0
+	for fd := 3; fd < 256; fd++ {
+		var st syscall.Stat_t
+		path, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+		if err != nil || !strings.HasPrefix(path, "/") || syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+			continue
+		}
+		if err := syscall.Flock(fd, syscall.LOCK_UN); err == nil {
+			fmt.Fprintf(log, "fakellm: unlocked fd %d (%s)\n", fd, path)
+			n++
+		}
+	}
+	fmt.Fprintf(log, "fakellm: %d open file(s) unlocked\n", n)
 }
 
 // spawnDetached starts a shell that sleeps in a session of its own, the way

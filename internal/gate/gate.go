@@ -45,14 +45,18 @@ type Gate struct {
 
 // Holder gives the gate the device for the length of a run.
 type Holder interface {
-	// Acquire waits for the device's ticket. Files are inherited by the
-	// serve, so it holds the ticket too.
+	// Acquire waits for the device's ticket. Files are held by the serve's
+	// supervisor too, so the ticket is held until nothing the serve
+	// started is left.
 	Acquire(ctx context.Context) (Ticket, error)
 }
 
 // Ticket is a held device.
 type Ticket interface {
 	Files() []*os.File
+	// Held is nil while the ticket's lock is still the holder's, else
+	// why not.
+	Held() error
 	Release() error
 }
 
@@ -197,8 +201,14 @@ func (g *Gate) takeDevice(ctx context.Context, res *report.Result) (t Ticket, ok
 	return ticket, true
 }
 
-// releaseDevice gives the ticket back, once the serve is stopped.
+// releaseDevice gives the ticket back, once the serve is stopped. Before,
+// it checks that the ticket is still this run's: a ticket lost on the way
+// fails the run (judge: release), as another run may have had the device.
 func (g *Gate) releaseDevice(t Ticket, res *report.Result, held time.Time) {
+	if err := t.Held(); err != nil {
+		res.Hold.Lost = err.Error()
+		g.logf("hold: %s was not held to the end: %v", g.Plan.Device, err)
+	}
 	if err := t.Release(); err != nil {
 		g.logf("hold: release: %v", err)
 	}
@@ -269,12 +279,20 @@ func (g *Gate) stopServe(ctx context.Context, res *report.Result, proc *serve.Pr
 	st := proc.Stop(grace)
 	res.Serve.Exit, res.Serve.Signal, res.Serve.StopMS = st.Exit, st.Signal, st.StopMS
 	res.Serve.Swept, res.Serve.Survivors, res.Serve.Contain = st.Swept, st.Survivors, st.Contain
+	res.Serve.Left, res.Serve.SupervisorStopped = st.Left, st.SupervisorStopped
+	if st.SupervisorStopped > 0 {
+		g.logf("serve: its supervisor, pid %d, was found stopped (SIGSTOP) %d time(s) during the stop and continued", proc.SupervisorPID(), st.SupervisorStopped)
+	}
 	g.logf("serve: stop took %s: the serve %s; %d swept, %d survivors (%s)", time.Duration(st.StopMS*float64(time.Millisecond)).Round(time.Millisecond), st.Exit, st.Swept, st.Survivors, st.Contain)
 	for _, l := range st.Left {
 		g.logf("serve: survivor %s", report.ConsoleText(l))
 	}
-	if st.Survivors > 0 {
+	switch {
+	case st.Survivors == 0:
+	case proc.SupervisorRunning():
 		g.logf("serve: its supervisor, pid %d, keeps killing them and keeps the device held until they are gone", proc.SupervisorPID())
+	default:
+		g.logf("serve: its supervisor, pid %d, is gone or stopped: nothing kills them, and nothing of the device's ticket holds them off it", proc.SupervisorPID())
 	}
 }
 

@@ -3,6 +3,7 @@ package hold
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -54,4 +55,63 @@ func flockWait(ctx context.Context, f *os.File, how int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Held is nil while the ticket's lock is still this holder's, else why not.
+//
+// A flock(2) lock belongs to an open file description, not to a process:
+// any process that shares the description (an inherited or passed
+// descriptor) drops it with flock(fd, LOCK_UN), for everyone, and a try on
+// the same description would only take the lock again and say nothing. So
+// the check opens the ticket's file anew, a description of its own (through
+// /proc/self/fd; without /proc, by its name in the lock directory, which
+// only its owner can replace, and then only if it is still the same file),
+// and tries a shared lock without waiting: while the holder's exclusive
+// lock stands, that must fail with EWOULDBLOCK. Where /proc/locks names the
+// process that took the lock, it must be this one: a lock dropped and taken
+// again by someone else is not this holder's. A lock that cannot be checked
+// is an error too: nothing then says the device was held to the end.
+func (t *Ticket) Held() error {
+	fd := int(t.file.Fd())
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("the lock of ticket %s cannot be checked: %v", t.name, err)
+	}
+	nfd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if nfd, err = t.reopenByName(&st); err != nil {
+			return err
+		}
+	}
+	defer unix.Close(nfd)
+	err = flockFD(nfd, unix.LOCK_SH|unix.LOCK_NB)
+	switch {
+	case err == nil:
+		return fmt.Errorf("the ticket %s was not locked any more: a process that shared its descriptor unlocked it, and the device was free to anyone", t.name)
+	case !errors.Is(err, unix.EWOULDBLOCK):
+		return fmt.Errorf("the lock of ticket %s cannot be checked: %v", t.name, err)
+	}
+	if pid := flockers()[fileID{st.Dev, st.Ino}]; pid > 0 && pid != os.Getpid() {
+		return fmt.Errorf("the ticket %s is locked by %s, not by its holder (pid %d): its lock was dropped and taken again", t.name, describe(pid), os.Getpid())
+	}
+	return nil
+}
+
+// reopenByName opens the ticket's file anew by its name in the lock
+// directory, and only if it is still the file st describes.
+func (t *Ticket) reopenByName(st *unix.Stat_t) (int, error) {
+	f, fst, err := t.dir.open(t.name)
+	if err != nil {
+		return -1, fmt.Errorf("the lock of ticket %s cannot be checked: it cannot be opened anew: %v", t.name, err)
+	}
+	defer f.Close()
+	if fst.Dev != st.Dev || fst.Ino != st.Ino {
+		return -1, fmt.Errorf("the ticket %s was replaced in the lock directory by another file", t.name)
+	}
+	// A descriptor of its own, for the check to close.
+	fd, err := unix.Dup(int(f.Fd()))
+	if err != nil {
+		return -1, fmt.Errorf("the lock of ticket %s cannot be checked: %v", t.name, err)
+	}
+	return fd, nil
 }

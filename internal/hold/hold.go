@@ -8,8 +8,10 @@
 // the flock of the live ticket just ahead of it, or, first in line, on those
 // of the holders, so it wakes when one is released or its owner dies: the
 // kernel drops the lock, no one polls. A ticket file nobody locks is a dead
-// one, and is passed over. A holder's descriptor is inherited by the serve
-// it starts, so a serve that escaped its gate still holds the device.
+// one, and is passed over. A holder's descriptor is held for the serve by
+// the serve's supervisor, which outlives everything the serve starts, and
+// never by the serve itself: a process that shares the descriptor can drop
+// the lock (flock LOCK_UN) for everyone.
 //
 // The directory is shared with every local user and nothing in it is
 // trusted (see files.go).
@@ -39,7 +41,9 @@ const DefaultDir = "/run/lock/npu-hold"
 
 // Facts say who holds or waits: shown by status and to other waiters, and
 // written to the token file while held. Facts read from a ticket are
-// another user's words: clean makes them safe to print.
+// another user's words, kept as they are (status --json gives them so);
+// String makes them safe to print, and shows the system's word where it
+// has one.
 type Facts struct {
 	Ticket  uint64    `json:"ticket"`
 	Device  string    `json:"device"`
@@ -65,6 +69,10 @@ type Seen struct {
 	User    string `json:"user"`
 	LockPID int    `json:"lock_pid,omitempty"` // 0 when /proc/locks does not say
 	Doubt   string `json:"doubt,omitempty"`
+	// Changed is the file's last status change (fstat ctime): when it was
+	// published, or later. Its owner can set its mtime and write any
+	// "since" in it, but cannot set this back.
+	Changed time.Time `json:"changed,omitzero"`
 }
 
 // Bounds on what is shown of another ticket's facts.
@@ -138,8 +146,11 @@ func (f Facts) String() string {
 	if len(f.Devices) > 1 {
 		s += " on " + clip(strings.Join(f.Devices, ","), maxShown)
 	}
-	if !f.Since.IsZero() {
-		s += fmt.Sprintf(" since %s (%s ago)", f.Since.Format("15:04:05"), time.Since(f.Since).Round(time.Second))
+	if since, claim := f.when(f.Since); !since.IsZero() {
+		s += fmt.Sprintf(" since %s (%s ago)", since.Format("15:04:05"), time.Since(since).Round(time.Second))
+		if claim != "" {
+			says = append(says, "since "+claim)
+		}
 	}
 	if f.RunURL != "" {
 		s += ", run " + clip(f.RunURL, maxShown)
@@ -151,6 +162,27 @@ func (f Facts) String() string {
 		s += " [" + clip(f.Seen.Doubt, maxShown) + "]"
 	}
 	return s
+}
+
+// when is the time a ticket claims (its since, or when it was queued) as
+// the system says it where it can: the ticket file's change time, which
+// its writer cannot set back. A claim more than a second from it is given
+// as claim, to be marked.
+func (f Facts) when(claimed time.Time) (t time.Time, claim string) {
+	if claimed.IsZero() || f.Seen == nil || f.Seen.Changed.IsZero() {
+		return claimed, ""
+	}
+	if d := claimed.Sub(f.Seen.Changed); d > time.Second || d < -time.Second {
+		claim = claimed.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	return f.Seen.Changed, claim
+}
+
+// QueuedAt is when a waiter joined the queue, as its file's change time
+// says where it is known, else as it claims.
+func (f Facts) QueuedAt() time.Time {
+	t, _ := f.when(f.Queued)
+	return t
 }
 
 // quote puts text already escaped for the console (clip) in double quotes,
@@ -237,8 +269,8 @@ type Ticket struct {
 	Devices []Member // the devices held, in the pool's order
 }
 
-// Files are the descriptors a serve inherits, so the device stays held for
-// as long as anything started under the ticket runs.
+// Files are the descriptors a serve's supervisor holds, so the device stays
+// held for as long as anything started under the ticket runs.
 func (t *Ticket) Files() []*os.File { return []*os.File{t.file} }
 
 // Names are the held devices' names.
@@ -290,8 +322,8 @@ func (d *Device) CheckDir() error {
 // Acquire waits for the device, or count devices of the pool, first come
 // first served, until ctx ends.
 func (d *Device) Acquire(ctx context.Context) (*Ticket, error) {
-	if d.Name == "" || strings.ContainsAny(d.Name, "/\x00") || d.Name == "." || d.Name == ".." {
-		return nil, fmt.Errorf("device %q: pass a plain name such as npu", d.Name)
+	if err := CheckName(d.Name); err != nil {
+		return nil, err
 	}
 	if n := len(d.members()); d.count() > n {
 		return nil, fmt.Errorf("%d devices asked of %s, which has %d", d.count(), d.Name, n)

@@ -462,3 +462,130 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 }
+
+// A device whose name starts with another's name and ".h." followed by a
+// ticket number would have holding files that read as the other device's:
+// holding npu.h.00000000000000000001 would show npu as held (and make its
+// waiters wait). Such names are refused, naming the rule, and the other
+// device stays free.
+func TestDeviceNamesReadAsAnotherTicket(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"npu.h.00000000000000000001", "npu.q.00000000000000000001", "npu.h.x"} {
+		d := &Device{Dir: dir, Name: name, Command: "the other device"}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		tk, err := d.Acquire(ctx)
+		cancel()
+		if err == nil {
+			defer tk.Release()
+		}
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("device %q: a device name may not hold", name)) || !strings.Contains(err.Error(), `read as those of "npu"`) {
+			t.Errorf("Acquire(%s) = %v, want it refused naming the rule", name, err)
+		}
+		if _, err := d.Status(); err == nil {
+			t.Errorf("Status(%s) = nil error, want the name refused", name)
+		}
+		st, err := (&Device{Dir: dir, Name: "npu"}).Status()
+		if err != nil || st.Held {
+			t.Errorf("npu's Status() after asking for %s = %+v, %v; want free", name, st, err)
+		}
+	}
+	for _, name := range []string{"npu", "npu.0", "npu-h-1", "npu.hq.1", "npu.h"} {
+		if err := CheckName(name); err != nil {
+			t.Errorf("CheckName(%q) = %v, want nil", name, err)
+		}
+	}
+}
+
+// Held checks the lock from a description of its own: a lock dropped
+// through a shared descriptor is seen, and so is a lock that another
+// process took after it was dropped. A check on the holder's own
+// description would take the lock again and see nothing.
+func TestTicketHeld(t *testing.T) {
+	dir := t.TempDir()
+	tk, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Release()
+	if err := tk.Held(); err != nil {
+		t.Fatalf("Held() of a fresh ticket = %v, want nil", err)
+	}
+	if err := tk.Held(); err != nil {
+		t.Fatalf("Held() again = %v, want nil: the check leaves the lock as it was", err)
+	}
+	// A process that shares the descriptor (a serve that inherited it)
+	// unlocks it.
+	shared, err := unix.Dup(int(tk.Files()[0].Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(shared)
+	if err := unix.Flock(shared, unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Held(); err == nil || !strings.Contains(err.Error(), "was not locked any more: a process that shared its descriptor unlocked it") {
+		t.Errorf("Held() after LOCK_UN through a shared descriptor = %v, want it lost", err)
+	}
+	if err := tk.Held(); err == nil {
+		t.Errorf("Held() checked twice = nil: the first check kept a lock")
+	}
+	// Another process takes the unlocked file's lock.
+	name := filepath.Join(dir, tk.name)
+	other := exec.Command("flock", "--exclusive", name, "sh", "-c", "echo locked; exec sleep 60")
+	out, err := other.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(); err != nil {
+		t.Skipf("no flock(1): %v", err)
+	}
+	defer func() {
+		other.Process.Kill()
+		other.Wait()
+	}()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Held(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("not by its holder (pid %d): its lock was dropped and taken again", os.Getpid())) {
+		t.Errorf("Held() with the lock taken by pid %d = %v, want it named", other.Process.Pid, err)
+	}
+}
+
+// Without /proc, Held opens the ticket anew by its name, and only while it
+// is still the ticket's own file: a description of its own, on which the
+// holder's lock is seen.
+func TestTicketReopenByName(t *testing.T) {
+	dir := t.TempDir()
+	tk, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Release()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(tk.Files()[0].Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := tk.reopenByName(&st)
+	if err != nil {
+		t.Fatalf("reopenByName() = %v", err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+		t.Errorf("a shared lock on the reopened ticket = %v, want EWOULDBLOCK while held", err)
+	}
+	unix.Close(fd)
+	// Another file under the ticket's name (only its owner could put it
+	// there) is not the ticket.
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(other, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, filepath.Join(dir, tk.name)); err != nil {
+		t.Fatal(err)
+	}
+	if fd, err := tk.reopenByName(&st); err == nil || !strings.Contains(err.Error(), "was replaced in the lock directory by another file") {
+		if err == nil {
+			unix.Close(fd)
+		}
+		t.Errorf("reopenByName() of a replaced ticket = %v, want it refused", err)
+	}
+}

@@ -104,6 +104,8 @@ func ParsePools(file string, r interface{ Read([]byte) (int, error) }) (*Pools, 
 		p := &Pool{Name: fields[0], Where: where}
 		if !nameRE.MatchString(p.Name) {
 			bad(where, "pool name %q: use letters, digits, '.', '_' and '-'", p.Name)
+		} else if err := CheckName(p.Name); err != nil {
+			bad(where, "pool %v", strings.TrimPrefix(err.Error(), "device "))
 		}
 		if old, ok := ps.byName[p.Name]; ok {
 			bad(where, "pool %s is declared twice (also at %s); keep one line for it", p.Name, old.Where)
@@ -125,6 +127,10 @@ func ParsePools(file string, r interface{ Read([]byte) (int, error) }) (*Pools, 
 			}
 			if !nameRE.MatchString(name) || idx == "" || strings.ContainsAny(idx, ",") {
 				bad(where, "device %q: write NAME or NAME=INDEX (letters, digits, '.', '_' and '-'; the index without commas)", w)
+				continue
+			}
+			if err := CheckName(name); err != nil {
+				bad(where, "%v", err)
 				continue
 			}
 			if slices.ContainsFunc(p.Members, func(m Member) bool { return m.Name == name }) {

@@ -46,6 +46,8 @@ func TestParsePools(t *testing.T) {
 		{"npu env=NPU_HOLD_DEVICES a", "pools:1: env=NPU_HOLD_DEVICES: npu-hold sets it to the devices' names itself; name the vendor's variable, e.g. ASCEND_RT_VISIBLE_DEVICES"},
 		{"npu a/b", `pools:1: device "a/b": write NAME or NAME=INDEX (letters, digits, '.', '_' and '-'; the index without commas)`},
 		{"npu a b\na npu9", "pools:2: a is both a pool and a device of pool npu (pools:1): name them apart"},
+		{"npu.h.00000000000000000001 a", `pools:1: pool "npu.h.00000000000000000001": a device name may not hold ".h.": ticket files are named DEVICE.q.N and DEVICE.h.N, so its tickets would read as those of "npu"; rename it, e.g. npu-h-00000000000000000001`},
+		{"npu npu0 npu.q.7", `pools:1: device "npu.q.7": a device name may not hold ".q.": ticket files are named DEVICE.q.N and DEVICE.h.N, so its tickets would read as those of "npu"; rename it, e.g. npu-q-7`},
 		{"npu npu0 npu0\nx npu0", "pools:1: device npu0 is named twice in pool npu: name each device once\npools:2: device npu0 is named twice (also in pool npu at pools:1): a device belongs to one pool, once"},
 	} {
 		_, err := ParsePools("pools", strings.NewReader(tt.text))

@@ -32,6 +32,24 @@ const (
 	holding = 'h'
 )
 
+// CheckName says what is wrong with name as a device's or a pool's name,
+// or nil. Its ticket files are named NAME.q.N and NAME.h.N (a holding one
+// may carry a suffix), so a name holding ".q." or ".h." would have tickets
+// that read as those of the name before it: the holder of
+// npu.h.00000000000000000001 would be read as holding npu.
+func CheckName(name string) error {
+	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return fmt.Errorf("device %q: pass a plain name such as npu", name)
+	}
+	for _, sep := range []string{".q.", ".h."} {
+		if i := strings.Index(name, sep); i >= 0 {
+			return fmt.Errorf("device %q: a device name may not hold %q: ticket files are named DEVICE.q.N and DEVICE.h.N, so its tickets would read as those of %q; rename it, e.g. %s",
+				name, sep, name[:i], strings.ReplaceAll(name, ".", "-"))
+		}
+	}
+	return nil
+}
+
 func entryName(p string, kind byte, n uint64) string {
 	return fmt.Sprintf("%s.%c.%020d", p, kind, n)
 }
@@ -99,10 +117,14 @@ func (d *Device) scan(dir *lockDir, kind byte, limit uint64) []entry {
 			users[st.Uid] = userNamed(st.Uid)
 		}
 		e := entry{kind: k, n: n, name: name, file: f}
-		e.seen = Seen{UID: st.Uid, User: users[st.Uid], LockPID: lockers[fileID{st.Dev, st.Ino}]}
+		e.seen = Seen{UID: st.Uid, User: users[st.Uid], LockPID: lockers[fileID{st.Dev, st.Ino}], Changed: time.Unix(st.Ctim.Unix())}
 		var facts Facts
 		if json.Unmarshal(read(f), &facts) == nil {
-			facts.clean()
+			// Kept as written (String escapes what it prints), but for
+			// the number of devices, which the grant goes through.
+			if len(facts.Devices) > maxDevices {
+				facts.Devices = facts.Devices[:maxDevices]
+			}
 			seen := e.seen
 			facts.Seen = &seen
 			e.facts = &facts

@@ -41,6 +41,9 @@ type DeviceStatus struct {
 
 // Status reads the device's state without waiting.
 func (d *Device) Status() (*Status, error) {
+	if err := CheckName(d.Name); err != nil {
+		return nil, err
+	}
 	st := &Status{Device: d.Name, Queue: []Facts{}}
 	dir, err := openLockDir(d.dirPath(), false)
 	if errors.Is(err, unix.ENOENT) {

@@ -25,7 +25,6 @@ const (
 	FirstToken = "first-token"
 	Content    = "content"
 	Regression = "baseline" // only with a baseline
-	Stop       = "stop"     // only when the stop left survivors
 )
 
 // Rate sources.
@@ -75,10 +74,9 @@ type Input struct {
 	// for the report when Replies is empty.
 	NoReplies string
 	Baseline  *Baseline // adds the baseline assertion when set
-	// Survivors are the processes the serve started that were still
-	// alive when the stop was done: a run that could not stop its serve
-	// does not pass, whatever it measured.
-	Survivors int
+	// Release is how the device was given back: the release assertion is
+	// added, failed, when it was not given back clean.
+	Release Release
 }
 
 // Assertion is one line of the verdict.
@@ -120,8 +118,8 @@ func Judge(in Input) Verdict {
 			as = append(as, judgeBaseline(in.Replies, in.Limits, *in.Baseline))
 		}
 	}
-	if in.Survivors > 0 {
-		as = append(as, Assertion{Name: Stop, Detail: fmt.Sprintf("%d process(es) the serve started outlived the stop; the device stays held until its supervisor has killed them (serve.survivors in result.json; the console names each)", in.Survivors)})
+	if a, ok := judgeRelease(in.Release); ok {
+		as = append(as, a)
 	}
 	pass := true
 	for _, a := range as {

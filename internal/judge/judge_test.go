@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -524,25 +523,3 @@ func TestQuote(t *testing.T) {
 	}
 }
 
-// TestJudgeSurvivors: a run whose stop left processes of the serve alive
-// does not pass, however well it measured; one that left none has no stop
-// assertion at all.
-func TestJudgeSurvivors(t *testing.T) {
-	in := Input{Route: evidence(t, fastLine), Replies: replies([]float64{98.4, 84.4, 82.1}, []float64{250, 277, 300}), Limits: limits}
-	if v := Judge(in); !v.Pass || len(v.Assertions) != 4 {
-		t.Fatalf("Judge(no survivors) = %+v, want a pass of 4 assertions", v)
-	}
-	for _, n := range []int{1, 3} {
-		in.Survivors = n
-		v := Judge(in)
-		want := Assertion{Name: Stop, Detail: fmt.Sprintf("%d process(es) the serve started outlived the stop; the device stays held until its supervisor has killed them (serve.survivors in result.json; the console names each)", n)}
-		if v.Pass || len(v.Assertions) != 5 || v.Assertions[4] != want {
-			t.Errorf("Judge(%d survivors) = %+v, want a FAIL ending in %+v", n, v, want)
-		}
-	}
-	// With no replies the stop still fails the run by name.
-	in.Replies, in.NoReplies, in.Survivors = nil, "never ready", 2
-	if v := Judge(in); v.Pass || v.Assertions[len(v.Assertions)-1].Name != Stop {
-		t.Errorf("Judge(no replies, 2 survivors) = %+v, want the stop assertion last", v)
-	}
-}

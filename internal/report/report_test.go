@@ -447,11 +447,25 @@ func TestReplyTableFigures(t *testing.T) {
 	}
 }
 
-// TestInputCarriesSurvivors: the judge sees the stop's survivors, so a run
-// that could not stop its serve never passes, in the gate or re-judged.
-func TestInputCarriesSurvivors(t *testing.T) {
-	r := &Result{Serve: ServeFacts{Survivors: 2}}
-	if got := r.Input().Survivors; got != 2 {
-		t.Errorf("Input().Survivors = %d, want 2", got)
+// A run whose stop left processes of the serve alive, or whose ticket was
+// lost, or whose supervisor was found stopped, fails on the release
+// assertion, judged from result.json's facts (so re-judging keeps it).
+func TestReleaseFactsFailTheRun(t *testing.T) {
+	for name, set := range map[string]func(r *Result){
+		"survivors":  func(r *Result) { r.Serve.Survivors, r.Serve.Left = 2, []string{"12 sleep 600", "13 llama-server"} },
+		"lost":       func(r *Result) { r.Hold.Lost = "the ticket npu.h.1 was not locked any more" },
+		"stopped":    func(r *Result) { r.Serve.SupervisorStopped = 1 },
+		"clean":      func(r *Result) {},
+		"swept only": func(r *Result) { r.Serve.Swept = 3 },
+	} {
+		r := sample()
+		set(r)
+		var b bytes.Buffer
+		r.Judged(judge.Judge(r.Input()))
+		Console(&b, r)
+		clean := name == "clean" || name == "swept only"
+		if r.Pass() != clean || strings.Contains(b.String(), "release ") == clean {
+			t.Errorf("%s: verdict %s, want pass %v:\n%s", name, r.Verdict, clean, b.String())
+		}
 	}
 }

@@ -121,6 +121,11 @@ type ServeFacts struct {
 	// and tail are kept within --log-limit); the route was read on them all.
 	LogDropped int64    `json:"log_dropped,omitempty"`
 	LogTail    []string `json:"log_tail,omitempty"`
+	// Left is what survived the stop, "pid command".
+	Left []string `json:"left,omitempty"`
+	// SupervisorStopped is how many times the serve's supervisor was found
+	// stopped (SIGSTOP) at the serve's stop, and continued.
+	SupervisorStopped int `json:"supervisor_stopped,omitempty"`
 }
 
 // HoldFacts say how the device was held.
@@ -130,6 +135,9 @@ type HoldFacts struct {
 	Devices  []string `json:"devices,omitempty"` // the pool's devices held, when --device is a pool
 	WaitedMS float64  `json:"waited_ms"`
 	HeldMS   float64  `json:"held_ms"`
+	// Lost says why the ticket's lock was not the run's own at the end of
+	// the run (checked before it was released); "" when it was.
+	Lost string `json:"lost,omitempty"`
 }
 
 // GitHubFacts is the Actions context of the run, when it ran in one.
@@ -159,7 +167,8 @@ func (r *Result) Judged(v judge.Verdict) {
 
 // Input is what the judge needs of the result.
 func (r *Result) Input() judge.Input {
-	return judge.Input{Route: r.Route, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies, Baseline: r.Baseline, Survivors: r.Serve.Survivors}
+	return judge.Input{Route: r.Route, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies, Baseline: r.Baseline,
+		Release: judge.Release{Survivors: r.Serve.Survivors, Left: r.Serve.Left, Lost: r.Hold.Lost, Stopped: r.Serve.SupervisorStopped}}
 }
 
 // Median is the median of the replies' figures that exist, for outputs and

@@ -140,8 +140,10 @@ func TestStopKillsTheTree(t *testing.T) {
 }
 
 // TestSurvivorsReadFromProc stops a serve whose supervisor cannot act (it
-// is stopped with SIGSTOP): the count comes from /proc, not from the
-// supervisor's word. Let go, the supervisor then kills the tree.
+// is stopped with SIGSTOP, and the stop leaves it so): the count comes from
+// /proc, not from the supervisor's word. Let go, the supervisor then kills
+// the tree. (A real stop continues a stopped supervisor: see the gate's
+// TestStoppedSupervisorIsContinued.)
 func TestSurvivorsReadFromProc(t *testing.T) {
 	tr := newTree(t, "survivor-marker")
 	log, err := os.Create(tr.log)
@@ -155,6 +157,7 @@ func TestSurvivorsReadFromProc(t *testing.T) {
 	}
 	tr.started(t)
 	syscall.Kill(p.SupervisorPID(), syscall.SIGSTOP)
+	p.leaveStopped = true
 	st := p.stopWithin(time.Millisecond, 200*time.Millisecond)
 	syscall.Kill(p.SupervisorPID(), syscall.SIGCONT)
 	// The serve, its 20 children, 4 helpers, and the runaway, which can be

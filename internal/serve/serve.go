@@ -46,8 +46,8 @@ type Options struct {
 	Foreground bool
 	Env        []string // nil: the gate's own
 	// ExtraFiles are held by the supervisor until nothing the serve started
-	// is left, and inherited by the serve as fds 3, 4, ... (the device
-	// ticket's lock).
+	// is left (the device ticket's lock). The serve does not inherit them:
+	// a process that shares a flock(2)ed descriptor can unlock it.
 	ExtraFiles []*os.File
 }
 
@@ -74,6 +74,9 @@ type Process struct {
 	gonehow  string                // how the supervisor ended
 	stopOnce sync.Once
 	stopped  Stopped
+	// leaveStopped keeps the stop from continuing a stopped supervisor
+	// (tests of what is counted when the supervisor cannot act).
+	leaveStopped bool
 }
 
 // Start starts the serve under its supervisor. It returns once the serve is
@@ -104,12 +107,14 @@ func Start(o Options) (*Process, error) {
 		runtime.LockOSThread()
 		// Never unlocked: the thread is torn down with this goroutine, after
 		// the supervisor is gone.
-		if err := cmd.Start(); err != nil {
+		// Started and counted as a supervisor in one step: a look for
+		// orphans (another serve's stop, in the same gate) never sees it
+		// in between.
+		if err := supervisors.start(cmd.Start, func() int { return cmd.Process.Pid }); err != nil {
 			spawned <- err
 			return
 		}
 		p.super = cmd.Process.Pid
-		supervisors.add(p.super)
 		spawned <- nil
 		cmd.Wait()
 		supervisors.remove(p.super)
@@ -296,6 +301,9 @@ type Stopped struct {
 	Survivors int      `json:"survivors"`         // processes of the serve's still alive at the end, read from /proc: the goal is 0
 	Left      []string `json:"left,omitempty"`    // what survived, "pid command"
 	Contain   string   `json:"contain,omitempty"` // the mechanism that killed them
+	// SupervisorStopped is how many times the supervisor was found stopped
+	// (SIGSTOP, by the serve's tree, say) during the stop and continued.
+	SupervisorStopped int `json:"supervisor_stopped,omitempty"`
 }
 
 // Stop ends the serve and everything it started: the supervisor sends TERM
@@ -317,29 +325,43 @@ func (p *Process) stop(grace, within time.Duration) Stopped {
 	st := Stopped{Contain: p.contain.Contain}
 	// Who to look for afterwards: the tree as it is now.
 	tree := Descendants(p.super)
+	// A stopped supervisor (SIGSTOP: anything the serve started, running
+	// as the same user, can send it) stops nothing and keeps the device:
+	// it is continued, now and while the stop goes on.
+	p.resume(&st)
 	// A supervisor that is gone already cannot read it: its end of file is
 	// on its way.
 	p.ctl.WriteString(supervise.StopRequest(grace))
 	bound := time.NewTimer(grace + within)
 	defer bound.Stop()
-	select {
-	case r := <-p.report:
-		st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
-		select {
-		case <-p.gone:
-		case <-bound.C:
-		}
-	case <-p.ended:
+	look := time.NewTicker(20 * time.Millisecond)
+	defer look.Stop()
+wait:
+	for {
 		select {
 		case r := <-p.report:
 			st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
-		default:
-			// The supervisor died before it could report: kill what it
-			// left, and what came back to the gate, the subreaper, when
-			// it died.
-			st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup, p.since))
+			select {
+			case <-p.gone:
+			case <-bound.C:
+			}
+			break wait
+		case <-p.ended:
+			select {
+			case r := <-p.report:
+				st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
+			default:
+				// The supervisor died before it could report: kill what it
+				// left, and what came back to the gate, the subreaper, when
+				// it died.
+				st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup, p.since))
+			}
+			break wait
+		case <-look.C:
+			p.resume(&st)
+		case <-bound.C:
+			break wait
 		}
-	case <-bound.C:
 	}
 	p.ctl.Close()
 	st.StopMS = float64(time.Since(start)) / float64(time.Millisecond)
@@ -354,6 +376,36 @@ func (p *Process) stop(grace, within time.Duration) Stopped {
 	}
 	st.Survivors = len(st.Left)
 	return st
+}
+
+// resume continues the supervisor when it is stopped (state T), and counts
+// it in st.
+func (p *Process) resume(st *Stopped) {
+	select {
+	case <-p.gone:
+		return
+	default:
+	}
+	if p.leaveStopped {
+		return
+	}
+	if pr, ok := Stat(p.super); ok && pr.State == 'T' && pr.Start == p.since {
+		unix.Kill(p.super, unix.SIGCONT)
+		st.SupervisorStopped++
+	}
+}
+
+// SupervisorRunning reports whether the serve's supervisor still runs, and
+// is not stopped: it then keeps killing what is left of the serve's, and
+// keeps the device held until nothing is.
+func (p *Process) SupervisorRunning() bool {
+	select {
+	case <-p.gone:
+		return false
+	default:
+	}
+	pr, ok := Stat(p.super)
+	return ok && pr.State != 'T' && pr.State != 'Z'
 }
 
 // survivors is what is alive of the serve's, read from /proc rather than
@@ -476,22 +528,22 @@ type pidSet struct {
 	m  map[int]bool
 }
 
-func (s *pidSet) add(pid int) {
+// start starts a child and adds its pid, under the set's lock, which a
+// look for orphans holds too.
+func (s *pidSet) start(start func() error, pid func() int) error {
 	s.mu.Lock()
-	s.m[pid] = true
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if err := start(); err != nil {
+		return err
+	}
+	s.m[pid()] = true
+	return nil
 }
 
 func (s *pidSet) remove(pid int) {
 	s.mu.Lock()
 	delete(s.m, pid)
 	s.mu.Unlock()
-}
-
-func (s *pidSet) has(pid int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[pid]
 }
 
 // orphans is every live process below this one, but for its live
@@ -502,6 +554,11 @@ func orphans(since uint64) []Proc {
 	if since == 0 {
 		return nil
 	}
+	// The set is held while /proc is read: a supervisor started meanwhile
+	// waits, rather than show up as a child of the gate that is none of
+	// its supervisors.
+	supervisors.mu.Lock()
+	defer supervisors.mu.Unlock()
 	self := os.Getpid()
 	children := map[int][]Proc{}
 	for _, pr := range List() {
@@ -511,7 +568,7 @@ func orphans(since uint64) []Proc {
 	for queue := children[self]; len(queue) > 0; {
 		pr := queue[0]
 		queue = queue[1:]
-		if pr.PPID == self && supervisors.has(pr.PID) {
+		if pr.PPID == self && supervisors.m[pr.PID] {
 			continue // a live supervisor holds its own tree
 		}
 		queue = append(queue, children[pr.PID]...)

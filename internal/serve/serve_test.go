@@ -285,3 +285,48 @@ func TestStat(t *testing.T) {
 		t.Error("Stat(0) found a process")
 	}
 }
+
+// A supervisor being started is never taken for something a dead
+// supervisor left behind (orphans, which the sweep kills and the stop
+// counts as survivors), however the scan and the start interleave: gates
+// that run serves side by side (the tests run four at a time) never count
+// each other's supervisors.
+func TestOrphansNeverHoldAStartingSupervisor(t *testing.T) {
+	done := make(chan struct{})
+	var seen []string
+	scanned := make(chan int)
+	go func() {
+		n := 0
+		defer func() { scanned <- n }()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for _, pr := range orphans(1) {
+				if strings.Contains(pr.Command, supervise.Command) {
+					seen = append(seen, pr.String())
+				}
+			}
+			n++
+		}
+	}()
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	for range 30 {
+		p, err := Start(Options{Argv: []string{"sleep", "30"}, Log: devNull})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Stop(0)
+	}
+	close(done)
+	n := <-scanned
+	if len(seen) > 0 {
+		t.Errorf("orphans() took %d starting supervisors for orphans (in %d scans): %s", len(seen), n, strings.Join(seen, "; "))
+	}
+}

@@ -11,9 +11,9 @@ import (
 
 // The supervisor's descriptors, as its parent hands them over: the control
 // pipe (the parent's requests, one a line), the event pipe (the
-// supervisor's JSON lines), then the files the serve inherits as fds 3, 4,
-// ... (the device ticket), which the supervisor holds until nothing it
-// started is left.
+// supervisor's JSON lines), then the files the supervisor holds until
+// nothing it started is left (the device ticket), which the serve does not
+// inherit.
 const (
 	ControlFD = 3
 	EventFD   = 4

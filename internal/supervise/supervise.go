@@ -4,8 +4,8 @@
 //
 // The supervisor is the gate's own binary in another mode. It is a child
 // subreaper, so whatever the serve's tree leaves as an orphan comes back to
-// it, holds the device ticket's descriptors and starts the serve in a
-// process group of its own, inside a cgroup made for it where the machine
+// it, holds the device ticket's descriptors (the serve never gets them)
+// and starts the serve in a process group of its own, inside a cgroup made for it where the machine
 // lets it make one. When the gate asks (a line on the control pipe), when
 // the gate dies (the control pipe's end of file, or its parent-death
 // signal), it stops the serve: TERM to its group, a grace period, then KILL
@@ -49,14 +49,15 @@ const Command = "supervise"
 //	supervise [--contain auto|cgroup2|freezer|descendants] [--foreground] [--held N] -- ARGV...
 //
 // with the control pipe on fd 3, the event pipe on fd 4 and N held files
-// from fd 5. It returns the supervisor's exit status: 0 once nothing it
+// from fd 5, which the supervisor keeps and the serve does not inherit. It
+// returns the supervisor's exit status: 0 once nothing it
 // started is left.
 func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs := flag.NewFlagSet(Command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	contain := fs.String("contain", "", "the mechanism that holds the serve's tree (default $"+ContainEnv+", else auto)")
 	foreground := fs.Bool("foreground", false, "make the serve's group the terminal's foreground group (stdin is the terminal)")
-	held := fs.Int("held", 0, "how many files from fd 5 the serve inherits, from fd 3")
+	held := fs.Int("held", 0, "how many files from fd 5 the supervisor holds (the device's ticket) until nothing it started is left")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -73,9 +74,12 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "supervise: fds 3 and 4 are not pipes; it is started by the gate, not by hand")
 		return 2
 	}
-	// None of the supervisor's own descriptors may reach the serve but
-	// those handed to it: a serve holding the event pipe would keep the
-	// gate from seeing the supervisor's end.
+	// None of the supervisor's own descriptors may reach the serve: a
+	// serve holding the event pipe would keep the gate from seeing the
+	// supervisor's end, and one holding the ticket's descriptor shares its
+	// lock, which flock(fd, LOCK_UN) in any process that shares it drops,
+	// freeing the device for everyone while the gate measures. The
+	// supervisor holds the ticket for the serve, and outlives its tree.
 	for fd := ControlFD; fd < HeldFD+*held; fd++ {
 		syscall.CloseOnExec(fd)
 	}
@@ -116,7 +120,7 @@ func (s *supervisor) run(argv []string, contain string, foreground bool, held in
 	}
 	s.c = c
 	defer s.c.close()
-	started, err := s.start(argv, foreground, held)
+	started, err := s.start(argv, foreground)
 	if err != nil {
 		return s.fail(err)
 	}
@@ -150,18 +154,14 @@ func (s *supervisor) run(argv []string, contain string, foreground bool, held in
 // its OS thread for the supervisor's whole life: the serve's parent-death
 // signal fires when that thread ends (go.dev/issue/27505), so only when the
 // supervisor itself dies.
-func (s *supervisor) start(argv []string, foreground bool, held int) (time.Time, error) {
+func (s *supervisor) start(argv []string, foreground bool) (time.Time, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return time.Time{}, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
-	files := []uintptr{0, 1, 2}
-	for i := range held {
-		files = append(files, uintptr(HeldFD+i))
-	}
 	attr := &syscall.ProcAttr{
 		Env:   os.Environ(),
-		Files: files,
+		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	if foreground {
