@@ -121,8 +121,9 @@ func WorkflowFile(ref string) (string, error) {
 	return path.Base(p), nil
 }
 
-// NotFound is a baseline that does not exist (yet): the run goes on without
-// the baseline assertion and says so.
+// NotFound is a baseline that does not exist (yet), or a look that GitHub
+// failed or its bounds cut: the run goes on without the baseline assertion
+// and says so.
 type NotFound struct{ Why string }
 
 func (e *NotFound) Error() string { return e.Why }
@@ -134,8 +135,8 @@ type BadInput struct{ Why string }
 func (e *BadInput) Error() string { return e.Why }
 
 // Unusable is a candidate whose artifact cannot be a baseline: another model
-// or check, too large, not a zip, unsafe, no result.json, no figures. The
-// next older candidate is tried.
+// or check, too large, not a zip, unsafe, no result.json, no figures, a
+// download that failed. The next older candidate is tried.
 type Unusable struct{ Why string }
 
 func (e *Unusable) Error() string { return e.Why }
@@ -223,8 +224,8 @@ func (s *Source) runs(ctx context.Context, re *regexp.Regexp, event string, n in
 		page := max(opts.Page, 1)
 		read[page] = true
 		runs, resp, err := s.Client.Actions.ListWorkflowRunsByFileName(ctx, s.Owner, s.Repo, s.Workflow, opts)
-		var nf *NotFound
-		if err != nil && ctx.Err() == nil && errors.As(apiError(err, ""), &nf) {
+		var ge *github.ErrorResponse
+		if err != nil && ctx.Err() == nil && errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusNotFound {
 			return nil, false, &NotFound{fmt.Sprintf("no run of %s in %s/%s (HTTP 404: GitHub knows no workflow of that file name there yet)", s.Workflow, s.Owner, s.Repo)}
 		}
 		if err != nil {
@@ -364,15 +365,22 @@ func (s *Source) Result(ctx context.Context, run Run, name, tmp string, want Wan
 	}
 	b, err := s.download(ctx, a, max)
 	if err != nil {
+		// Only a token that may not download is the run's bad input, and
+		// the deadline ends the whole look. Any other failure (the storage
+		// host refuses the signed URL or cuts the body, the API fails the
+		// redirect) is this candidate's: it would recur on every later run
+		// while the run is the newest on the pattern.
 		var un *Unusable
-		var nf *NotFound
+		var bi *BadInput
 		switch {
+		case ctx.Err() != nil:
+			return nil, stopped(ctx, err)
+		case errors.As(err, &bi):
+			return nil, &BadInput{where + ": " + bi.Why}
 		case errors.As(err, &un):
 			return nil, &Unusable{where + ": " + un.Why}
-		case errors.As(err, &nf):
-			return nil, err
 		}
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return nil, &Unusable{where + ": " + err.Error()}
 	}
 	dir, err := os.MkdirTemp(tmp, "baseline-*")
 	if err != nil {
@@ -637,5 +645,8 @@ func apiError(err error, what string) error {
 			return &NotFound{fmt.Sprintf("%s: HTTP 410, expired", what)}
 		}
 	}
-	return fmt.Errorf("%s cannot be read: %v", what, err)
+	// A failure of GitHub's (a 5xx after the retries, an answer that is
+	// not one) is no fault of the run's input: the look ends, or the
+	// candidate is skipped, with a notice.
+	return &NotFound{fmt.Sprintf("%s cannot be read: %v", what, err)}
 }

@@ -616,3 +616,84 @@ func TestArtifactsBounded(t *testing.T) {
 		})
 	}
 }
+
+// A newest candidate whose download fails (the storage host refuses the
+// signed URL, answers 500, cuts the connection or the body; the API fails
+// the redirect) is skipped for the next older one: a failure that would
+// recur on every later run is never the run's bad input, or one lost blob
+// would stop every release until its run aged out.
+func TestFindBrokenDownload(t *testing.T) {
+	wf := ".github/workflows/release-gate-matrix.yml"
+	good := zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})
+	for _, tc := range []struct {
+		name  string
+		store http.HandlerFunc // "": the API itself fails the redirect
+		api   int
+	}{
+		{name: "storage refuses the signature", store: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "AuthorizationFailure", http.StatusForbidden)
+		}},
+		{name: "storage answers 500", store: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "InternalError", http.StatusInternalServerError)
+		}},
+		{name: "storage cuts the connection", store: func(w http.ResponseWriter, r *http.Request) {
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				c.Close()
+			}
+		}},
+		{name: "storage cuts the body", store: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(good)))
+			w.Write(good[:len(good)/2])
+		}},
+		{name: "the API fails the redirect", api: http.StatusInternalServerError},
+		{name: "the API answers 200 with no redirect", api: http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh, src, old := fixture(t, fakegithub.Artifact{Zip: good})
+			id := gh.AddRun(fakegithub.WorkflowRun{Workflow: wf, HeadBranch: "release/1.9", Conclusion: "success"})
+			newest := gh.AddArtifact(fakegithub.Artifact{RunID: id, Name: ArtifactName(check), Zip: good})
+			fault := fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(fmt.Sprintf(`/actions/artifacts/%d/zip$`, newest)), Status: tc.api}
+			if tc.store != nil {
+				store := httptest.NewServer(tc.store)
+				t.Cleanup(store.Close)
+				fault.Status, fault.Header = http.StatusFound, map[string]string{"Location": store.URL + "/blob?sig=1"}
+			}
+			gh.Fail(fault)
+			f, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+			if err != nil || f.Run.ID != old || f.Baseline == nil || f.Baseline.Rate != 100 {
+				t.Fatalf("Find() = %+v, %s: %v; want run %d's baseline of 100 tok/s", f, kindOf(err), err, old)
+			}
+			if want := fmt.Sprintf("run %d (https://github.com/acme/serve/actions/runs/%d on release/1.9)", id, id); len(f.Skipped) != 1 || !strings.Contains(f.Skipped[0], want) {
+				t.Errorf("Find() skipped %q, want one naming %s", f.Skipped, want)
+			}
+		})
+	}
+}
+
+// A runs list that GitHub fails (a 5xx, an answer that is not JSON) ends
+// the look with a notice, as its bounds do: the run goes on without the
+// baseline, and is not bad input.
+func TestRunsBroken(t *testing.T) {
+	for name, answer := range map[string]http.HandlerFunc{
+		"500": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"message": "oops"}`, http.StatusInternalServerError)
+		},
+		"not JSON": func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>") },
+		"a 404 stays": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"message": "Not Found"}`, http.StatusNotFound)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src, _ := runsAPI(t, answer)
+			_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+			want := "cannot be read"
+			if name == "a 404 stays" {
+				want = "GitHub knows no workflow of that file name there yet"
+			}
+			if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), want) {
+				t.Errorf("Find() = %s: %v; want a notice with %q", kind, err, want)
+			}
+		})
+	}
+}
