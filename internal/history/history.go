@@ -650,3 +650,49 @@ func apiError(err error, what string) error {
 	// candidate is skipped, with a notice.
 	return &NotFound{fmt.Sprintf("%s cannot be read: %v", what, err)}
 }
+
+// MaxAnswer bounds each answer of GitHub's API read through LimitAnswers: a
+// page of 100 runs is some 500 KiB.
+const MaxAnswer = 8 << 20
+
+// LimitAnswers wraps base (nil: http.DefaultTransport) so that no answer's
+// body is read past MaxAnswer bytes, counted after any gzip the transport
+// inflates: go-github decodes an answer whole, so an endless or inflating
+// one would be held in memory until the deadline.
+func LimitAnswers(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return limitAnswers{base}
+}
+
+type limitAnswers struct{ base http.RoundTripper }
+
+func (l limitAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	resp.Body = &boundedBody{rc: resp.Body, left: MaxAnswer, url: req.URL.Redacted()}
+	return resp, nil
+}
+
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+	url  string
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the answer of %s is more than the %d bytes an answer may be; not read further", b.url, MaxAnswer)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }

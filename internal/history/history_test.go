@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -695,5 +696,39 @@ func TestRunsBroken(t *testing.T) {
 				t.Errorf("Find() = %s: %v; want a notice with %q", kind, err, want)
 			}
 		})
+	}
+}
+
+// An API answer is read to at most MaxAnswer bytes, whatever it sends: a
+// runs page of 100 MiB (or a gzip bomb that inflates to it) is cut, and the
+// look ends with a notice, not with the answer held whole in memory.
+func TestAnswersBounded(t *testing.T) {
+	const huge = 100 << 20
+	var written atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.WriteString(w, `{"total_count": 1, "workflow_runs": [`)
+		written.Add(int64(n))
+		pad := []byte(strings.Repeat(" ", 64<<10))
+		for written.Load() < huge {
+			n, err := w.Write(pad)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+		n, _ = io.WriteString(w, `]}`)
+		written.Add(int64(n))
+	}))
+	t.Cleanup(srv.Close)
+	client := github.NewClient(&http.Client{Transport: LimitAnswers(nil)}).WithAuthToken("ghs_fake")
+	client.BaseURL, _ = url.Parse(srv.URL + "/")
+	src := &Source{Client: client, Owner: "acme", Repo: "serve", Workflow: "release-gate-matrix.yml", Pattern: "release/**"}
+	_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+	if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), "more than the") {
+		t.Errorf("Find() = %s: %v; want a notice that the answer was too long", kind, err)
+	}
+	srv.Close() // waits for the handler: written is final
+	if got := written.Load(); got >= huge {
+		t.Errorf("the client read the whole %d-byte answer; want it cut near %d", got, MaxAnswer)
 	}
 }
