@@ -69,6 +69,23 @@ func Spec(s string) (pattern string, ok bool, err error) {
 	if _, err := patternRE(pattern); err != nil || pattern == "" {
 		return "", true, fmt.Errorf("--baseline %s: %q is not a branch or tag pattern; pass e.g. github:release/1.2 or github:release/**", s, pattern)
 	}
+	// GitHub lists a run's branch or tag by its short name, and git allows
+	// none of these characters in one: such a pattern would match nothing,
+	// a notice on every run instead of a baseline.
+	for _, ref := range []string{"refs/heads/", "refs/tags/"} {
+		if short, ok := strings.CutPrefix(pattern, ref); ok {
+			return "", true, fmt.Errorf("--baseline %s: runs are listed by their branch or tag name, without %s; pass github:%s", s, ref, short)
+		}
+	}
+	switch {
+	case strings.Contains(pattern, "["):
+		return "", true, fmt.Errorf("--baseline %s: character classes ([...]) are not supported; use ? (one character), * (within a path segment) or ** (across them)", s)
+	case strings.HasPrefix(pattern, "!"):
+		return "", true, fmt.Errorf("--baseline %s: a negation (!) is not supported; name the branches or tags to take, e.g. github:release/**", s)
+	}
+	if i := strings.IndexAny(pattern, " ~^:\\"); i >= 0 {
+		return "", true, fmt.Errorf("--baseline %s: %q cannot be in a branch or tag name, so the pattern matches none; pass e.g. github:release/1.2 or github:release/**", s, pattern[i])
+	}
 	return pattern, true, nil
 }
 

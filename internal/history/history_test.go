@@ -732,3 +732,29 @@ func TestAnswersBounded(t *testing.T) {
 		t.Errorf("the client read the whole %d-byte answer; want it cut near %d", got, MaxAnswer)
 	}
 }
+
+// A pattern that can match no branch or tag GitHub lists (a full ref name,
+// a character class or a negation as workflow filters write them, a
+// character git forbids in names) is bad input that says what to write,
+// not a notice on every run that no run matched.
+func TestSpecTypos(t *testing.T) {
+	for in, want := range map[string]string{
+		"github:refs/heads/release/1.2": "pass github:release/1.2",
+		"github:refs/tags/v1.*":         "pass github:v1.*",
+		"github:release/v[0-9]*":        "character classes",
+		"github:!release/old":           "negation",
+		"github:release 1.2":            "' '",
+		"github:release/1.2~1":          "'~'",
+		"github:release:1.2":            "':'",
+	} {
+		_, ok, err := Spec(in)
+		if !ok || err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Spec(%q) = %v, %v; want an error with %q", in, ok, err, want)
+		}
+	}
+	for _, in := range []string{"github:release/1.2+cuda", "github:v1.2.0-rc.1", "github:user/x_y"} {
+		if _, _, err := Spec(in); err != nil {
+			t.Errorf("Spec(%q) = %v; want it taken", in, err)
+		}
+	}
+}
