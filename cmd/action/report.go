@@ -321,7 +321,7 @@ func (e *env) baselines(ctx context.Context, src *history.Source, base string, j
 		for _, run := range candidates {
 			res, err := src.Result(ctx, run, j.Artifact(base), tmp, history.Want{Model: j[fleet.KeyModel], CheckName: name})
 			if err == nil {
-				if _, err = history.Baseline(res, run.URL, jl); err != nil {
+				if _, err = history.Serves(res, run.URL, jl); err != nil {
 					err = &history.Unusable{Why: fmt.Sprintf("artifact %s of run %d (%s on %s): %v", j.Artifact(base), run.ID, run.URL, run.Branch, err)}
 				}
 			}

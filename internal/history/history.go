@@ -312,7 +312,7 @@ func (s *Source) Find(ctx context.Context, name, tmp string, want Want, l judge.
 		res, err := s.Result(ctx, run, name, tmp, want)
 		var bl *judge.Baseline
 		if err == nil {
-			if bl, err = Baseline(res, run.URL, l); err != nil {
+			if bl, err = Serves(res, run.URL, l); err != nil {
 				err = &Unusable{fmt.Sprintf("artifact %s of run %d (%s on %s): %v", name, run.ID, run.URL, run.Branch, err)}
 			}
 		}
@@ -429,6 +429,20 @@ func same(res *report.Result, want Want) error {
 		return fmt.Errorf("ran with thinking %s, not %s", res.Run.Thinking, want.Thinking)
 	}
 	return nil
+}
+
+// Serves is the baseline a candidate from history gives: a run that passed,
+// its medians as Baseline figures them. A run whose gate failed can still be
+// a successful workflow run (continue-on-error), and its figures, a
+// regression's, would lower the floor --floor-from-baseline derives.
+func Serves(res *report.Result, from string, l judge.Limits) (*judge.Baseline, error) {
+	if v := res.Verdict; v != report.Pass {
+		if v != report.Fail && v != report.Cancelled {
+			v = short(v)
+		}
+		return nil, &Unusable{fmt.Sprintf("its verdict is %s; a baseline is a run that passed", v)}
+	}
+	return Baseline(res, from, l)
 }
 
 // Baseline is a result's medians, figured as the limits judge them now.

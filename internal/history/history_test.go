@@ -538,12 +538,13 @@ func TestFind(t *testing.T) {
 	wf := ".github/workflows/release-gate-matrix.yml"
 	good := zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})
 	bad := map[string]fakegithub.Artifact{
-		"not a zip":      {Zip: []byte("<html>not found</html>")},
-		"another model":  {Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)})},
-		"too large":      {Zip: good, Size: 1 << 30},
-		"no result.json": {Zip: zipOf(t, entry{name: "serve.log", body: "x"})},
-		"unsafe":         {Zip: zipOf(t, entry{name: "../result.json", body: result("Qwen3-0.6B", check)})},
-		"no figures":     {Zip: zipOf(t, entry{name: "result.json", body: `{"schema": "npu-serve-smoke/v1", "verdict": "fail", "run": {"model": "Qwen3-0.6B", "check_name": "` + check + `"}}`})},
+		"not a zip":         {Zip: []byte("<html>not found</html>")},
+		"another model":     {Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)})},
+		"too large":         {Zip: good, Size: 1 << 30},
+		"no result.json":    {Zip: zipOf(t, entry{name: "serve.log", body: "x"})},
+		"unsafe":            {Zip: zipOf(t, entry{name: "../result.json", body: result("Qwen3-0.6B", check)})},
+		"a run that failed": {Zip: zipOf(t, entry{name: "result.json", body: strings.Replace(result("Qwen3-0.6B", check), `"verdict": "pass"`, `"verdict": "fail"`, 1)})},
+		"no figures":        {Zip: zipOf(t, entry{name: "result.json", body: `{"schema": "npu-serve-smoke/v1", "verdict": "pass", "run": {"model": "Qwen3-0.6B", "check_name": "` + check + `"}}`})},
 	}
 	for why, art := range bad {
 		t.Run(why, func(t *testing.T) {
