@@ -273,7 +273,7 @@ func (e *env) historySource(gc *publish.Context, token, pattern string) (*histor
 	if err != nil {
 		return nil, err
 	}
-	client, err := publish.NewClient(gc, token, publish.DefaultRetry(), history.LimitAnswers(nil))
+	client, err := publish.NewClient(gc, token, publish.DefaultRetry(), history.APITransport(nil))
 	if err != nil {
 		return nil, err
 	}

@@ -682,24 +682,36 @@ func apiError(err error, what string) error {
 	return &NotFound{fmt.Sprintf("%s cannot be read: %v", what, err)}
 }
 
-// MaxAnswer bounds each answer of GitHub's API read through LimitAnswers: a
+// MaxAnswer bounds each answer of GitHub's API read through APITransport: a
 // page of 100 runs is some 500 KiB.
 const MaxAnswer = 8 << 20
 
-// LimitAnswers wraps base (nil: http.DefaultTransport) so that no answer's
-// body is read past MaxAnswer bytes, counted after any gzip the transport
-// inflates: go-github decodes an answer whole, so an endless or inflating
-// one would be held in memory until the deadline.
-func LimitAnswers(base http.RoundTripper) http.RoundTripper {
+// APITransport wraps base (nil: http.DefaultTransport) for the API client
+// of a look through history. No answer's body is read past MaxAnswer bytes,
+// counted after any gzip the transport inflates: go-github decodes an
+// answer whole, so an endless or inflating one would be held in memory
+// until the deadline. And no redirect to another host (or from https to
+// http) is followed: the client adds the token to every request it sends,
+// the redirected ones too, so following it would hand the token to that
+// host. A redirect on the API's own host (GitHub's 301 for a renamed
+// repository) is followed.
+func APITransport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return limitAnswers{base}
+	return apiTransport{base}
 }
 
-type limitAnswers struct{ base http.RoundTripper }
+type apiTransport struct{ base http.RoundTripper }
 
-func (l limitAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+func (l apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// Response is set on a request the client makes to follow a redirect.
+	if prev := req.Response; prev != nil && prev.Request != nil {
+		from := prev.Request.URL
+		if !strings.EqualFold(req.URL.Host, from.Host) || from.Scheme == "https" && req.URL.Scheme != "https" {
+			return nil, fmt.Errorf("the API redirected to another host (%s, from %s); not followed, so that the token is not sent there", short(req.URL.Redacted()), short(from.Redacted()))
+		}
+	}
 	resp, err := l.base.RoundTrip(req)
 	if err != nil {
 		return resp, err

@@ -721,7 +721,7 @@ func TestAnswersBounded(t *testing.T) {
 		written.Add(int64(n))
 	}))
 	t.Cleanup(srv.Close)
-	client := github.NewClient(&http.Client{Transport: LimitAnswers(nil)}).WithAuthToken("ghs_fake")
+	client := github.NewClient(&http.Client{Transport: APITransport(nil)}).WithAuthToken("ghs_fake")
 	client.BaseURL, _ = url.Parse(srv.URL + "/")
 	src := &Source{Client: client, Owner: "acme", Repo: "serve", Workflow: "release-gate-matrix.yml", Pattern: "release/**"}
 	_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
@@ -757,5 +757,50 @@ func TestSpecTypos(t *testing.T) {
 		if _, _, err := Spec(in); err != nil {
 			t.Errorf("Spec(%q) = %v; want it taken", in, err)
 		}
+	}
+}
+
+// An API answer that redirects a list (runs, artifacts) to another host is
+// not followed: the client adds the token to every request it sends, so
+// following it would hand the token to that host. A redirect on the API's
+// own host (GitHub's 301 for a renamed repository) still is.
+func TestAPIRedirects(t *testing.T) {
+	var mu sync.Mutex
+	var auth []string
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		fmt.Fprint(w, `{"total_count": 0, "workflow_runs": []}`)
+	}))
+	t.Cleanup(evil.Close)
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			auth = nil
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/moved/") {
+					fmt.Fprint(w, `{"total_count": 0, "workflow_runs": []}`)
+					return
+				}
+				if r.URL.Query().Get("event") == "push" {
+					http.Redirect(w, r, "/moved"+r.URL.RequestURI(), status)
+					return
+				}
+				http.Redirect(w, r, evil.URL+r.URL.RequestURI(), status)
+			}))
+			t.Cleanup(srv.Close)
+			client := github.NewClient(&http.Client{Transport: APITransport(nil)}).WithAuthToken("ghs_fake")
+			client.BaseURL, _ = url.Parse(srv.URL + "/")
+			src := &Source{Client: client, Owner: "acme", Repo: "serve", Workflow: "release-gate-matrix.yml", Pattern: "release/**"}
+			_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+			mu.Lock()
+			defer mu.Unlock()
+			if len(auth) != 0 {
+				t.Errorf("the other host was asked %d times, with Authorization %q", len(auth), auth)
+			}
+			if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), "redirected to another host") {
+				t.Errorf("Find() = %s: %v; want a notice that the redirect was not followed", kind, err)
+			}
+		})
 	}
 }
