@@ -80,7 +80,7 @@ func TestHelperExtract(t *testing.T) {
 // back: a 2 MB zip of 120 replies of 16 MiB each (1.9 GB inflated), a 1 MB
 // zip of 64 (1 GiB), one of 2 (the most the bounds let through), the same
 // 2 whose arrivals are empty objects (the JSON that inflates most when
-// read), 9,999 small replies (the most entries the bounds let through),
+// read), 2 with just under the 1,000,000 objects the bounds let through, 9,999 small replies (the most entries the bounds let through),
 // and a normal 6-job baseline (6 artifacts of a run of 5
 // replies of 128 tokens, read one after another as report does). Each case
 // runs in a child process, so its peak is its own.
@@ -97,6 +97,7 @@ func BenchmarkExtract(b *testing.B) {
 		{"bomb-64-replies", bomb(b, 64, 16<<20-64), 1},
 		{"at-the-bounds-2-replies", bomb(b, 2, 16<<20-4096), 1},
 		{"empty-arrivals-2-replies", arrivals(b, 2, 16<<20-4096), 1},
+		{"empty-arrivals-at-the-object-bound", arrivals(b, 2, 3*499_000), 1},
 		{"tiny-replies-9999", bomb(b, 9999, 3200), 1},
 		{"normal-6-jobs", normal(b), 6},
 		{"idle", normal(b), 0},

@@ -557,6 +557,11 @@ const (
 	maxFile    = 16 << 20 // one entry written (report.MaxFile, what is read back)
 	maxTotal   = 32 << 20 // all the entries written
 	maxEntries = 10_000   // entries in the archive, whether written or not
+	// maxObjects bounds the JSON objects (each '{', strings' included) in
+	// all the entries written: read back, an object of 3 bytes (an empty
+	// arrival) is a struct of 16 in a slice that doubles as it grows. A
+	// run of 100 replies of 4096 tokens, each its own arrival, has 410,000.
+	maxObjects = 1_000_000
 )
 
 // wanted are the files a baseline reads: its result.json and the replies.
@@ -614,11 +619,12 @@ func Extract(b []byte, dir string) error {
 	// The headers' sizes were summed; archive/zip refuses an entry that
 	// inflates past its header's size, and each copy is bounded again.
 	left := int64(maxTotal)
+	objects := &objectCount{left: maxObjects}
 	for _, f := range zr.File {
 		if !wanted.MatchString(f.Name) {
 			continue
 		}
-		n, err := extractFile(f, filepath.Join(dir, f.Name), min(maxFile, left))
+		n, err := extractFile(f, filepath.Join(dir, f.Name), min(maxFile, left), objects)
 		if err != nil {
 			return err
 		}
@@ -627,8 +633,20 @@ func Extract(b []byte, dir string) error {
 	return nil
 }
 
-// extractFile copies entry f to a new file dst, at most max bytes.
-func extractFile(f *zip.File, dst string, max int64) (int64, error) {
+// objectCount counts the JSON objects copied, '{' by '{', and fails a
+// write past its bound.
+type objectCount struct{ left int }
+
+func (c *objectCount) Write(p []byte) (int, error) {
+	if c.left -= bytes.Count(p, []byte("{")); c.left < 0 {
+		return 0, fmt.Errorf("the entries a baseline reads hold more than %d JSON objects, more than a run's replies do (one arrival a token); refused", maxObjects)
+	}
+	return len(p), nil
+}
+
+// extractFile copies entry f to a new file dst, at most max bytes, counting
+// its objects in objects.
+func extractFile(f *zip.File, dst string, max int64, objects *objectCount) (int64, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return 0, fmt.Errorf("the entry %q cannot be read (%v)", f.Name, err)
@@ -639,7 +657,7 @@ func extractFile(f *zip.File, dst string, max int64) (int64, error) {
 		return 0, err
 	}
 	// The header's size may lie: copy one byte past the bound.
-	n, err := io.Copy(out, io.LimitReader(rc, max+1))
+	n, err := io.Copy(io.MultiWriter(objects, out), io.LimitReader(rc, max+1))
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -647,6 +665,8 @@ func extractFile(f *zip.File, dst string, max int64) (int64, error) {
 		os.Remove(dst)
 	}
 	switch {
+	case objects.left < 0:
+		return n, err
 	case err != nil:
 		return n, fmt.Errorf("the entry %q cannot be read (%v)", f.Name, err)
 	case n > max:

@@ -804,3 +804,27 @@ func TestAPIRedirects(t *testing.T) {
 		})
 	}
 }
+
+// JSON objects are what inflates most when the replies are read back (an
+// empty arrival, 3 bytes, is a 16-byte struct in a growing slice: 2 replies
+// of 16 MiB of them, a 33 KB zip, took 510 MB resident): the objects in the
+// files a baseline reads are bounded too, far above a real run's (one
+// arrival a token).
+func TestExtractObjects(t *testing.T) {
+	objects := func(n, count int) entry {
+		return entry{name: fmt.Sprintf("reply_%d.json", n), body: fmt.Sprintf(`{"n": %d, "first_ms": 1, "last_ms": 2, "completion_tokens": 2, "arrivals": [{}%s]}`, n, strings.Repeat(",{}", count-1))}
+	}
+	res := entry{name: "result.json", body: result("Qwen3-0.6B", check)}
+	dir := t.TempDir()
+	if err := Extract(zipOf(t, res, objects(1, maxObjects/2), objects(2, maxObjects/2)), dir); err == nil || !strings.Contains(err.Error(), "JSON objects") {
+		t.Errorf("Extract(2 replies of %d arrivals) = %v, want it refused for its objects", maxObjects/2, err)
+	}
+	// A run of 100 replies of 4096 tokens, each token its own arrival.
+	var real []entry
+	for n := 1; n <= 100; n++ {
+		real = append(real, objects(n, 4096))
+	}
+	if err := Extract(zipOf(t, append(real, res)...), t.TempDir()); err != nil {
+		t.Errorf("Extract(100 replies of 4096 arrivals) = %v, want it extracted", err)
+	}
+}
