@@ -243,7 +243,7 @@ func (s *Source) runs(ctx context.Context, re *regexp.Regexp, event string, n in
 		runs, resp, err := s.Client.Actions.ListWorkflowRunsByFileName(ctx, s.Owner, s.Repo, s.Workflow, opts)
 		var ge *github.ErrorResponse
 		if err != nil && ctx.Err() == nil && errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusNotFound {
-			return nil, false, &NotFound{fmt.Sprintf("no run of %s in %s/%s (HTTP 404: GitHub knows no workflow of that file name there yet)", s.Workflow, s.Owner, s.Repo)}
+			return nil, false, &NotFound{fmt.Sprintf("no run of %s in %s/%s (HTTP 404: GitHub knows no workflow of that file name there yet, or the token may not see the repository's runs: a token other than the job's GITHUB_TOKEN needs actions: read on it)", s.Workflow, s.Owner, s.Repo)}
 		}
 		if err != nil {
 			return nil, false, stopped(ctx, apiError(err, fmt.Sprintf("the runs of workflow %s", s.Workflow)))

@@ -691,7 +691,7 @@ func TestRunsBroken(t *testing.T) {
 			_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
 			want := "cannot be read"
 			if name == "a 404 stays" {
-				want = "GitHub knows no workflow of that file name there yet"
+				want = "GitHub knows no workflow of that file name there yet, or the token may not see the repository's runs: a token other than the job's GITHUB_TOKEN needs actions: read on it"
 			}
 			if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), want) {
 				t.Errorf("Find() = %s: %v; want a notice with %q", kind, err, want)
