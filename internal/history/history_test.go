@@ -828,3 +828,51 @@ func TestExtractObjects(t *testing.T) {
 		t.Errorf("Extract(100 replies of 4096 arrivals) = %v, want it extracted", err)
 	}
 }
+
+// The one deadline covers the download: a storage host that sends the
+// headers and then nothing ends the look with a notice.
+func TestDownloadDeadline(t *testing.T) {
+	good := zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})
+	gh, src, _ := fixture(t, fakegithub.Artifact{Zip: good})
+	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(good)))
+		w.Write(good[:10])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(store.Close)
+	gh.Fail(fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(`/actions/artifacts/\d+/zip$`), Status: http.StatusFound,
+		Header: map[string]string{"Location": store.URL + "/blob?sig=1"}})
+	src.Timeout = 300 * time.Millisecond
+	_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+	if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), "took longer than 300ms") {
+		t.Errorf("Find() = %s: %v; want the deadline's notice", kind, err)
+	}
+}
+
+// A run whose head repository is null (a deleted fork's), or another
+// owner's of the same name, or the same in other letter case, is judged by
+// its full name: only the repository's own, in any case, is taken.
+func TestHeadRepository(t *testing.T) {
+	for head, taken := range map[string]bool{
+		`null`:                             false,
+		`{}`:                               false,
+		`{"full_name": "mallory/serve"}`:   false,
+		`{"full_name": "acme/serve-fork"}`: false,
+		`{"full_name": "ACME/Serve"}`:      true,
+	} {
+		t.Run(head, func(t *testing.T) {
+			src, _ := runsAPI(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Query().Get("event") != "push" {
+					fmt.Fprint(w, `{"total_count": 0, "workflow_runs": []}`)
+					return
+				}
+				fmt.Fprintf(w, `{"total_count": 1, "workflow_runs": [{"id": 9, "head_branch": "release/1.2", "event": "push", "status": "completed", "conclusion": "success", "head_repository": %s}]}`, head)
+			})
+			runs, err := src.Runs(context.Background(), 5)
+			if err != nil || (len(runs) == 1) != taken {
+				t.Errorf("Runs() with head_repository %s = %v, %v; want taken %v", head, runs, err, taken)
+			}
+		})
+	}
+}
