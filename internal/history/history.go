@@ -83,6 +83,14 @@ func Spec(s string) (pattern string, ok bool, err error) {
 	case strings.HasPrefix(pattern, "!"):
 		return "", true, fmt.Errorf("--baseline %s: a negation (!) is not supported; name the branches or tags to take, e.g. github:release/**", s)
 	}
+	if dir, ok := strings.CutSuffix(pattern, "/"); ok {
+		return "", true, fmt.Errorf("--baseline %s: no branch or tag name ends with /; pass github:%s/** for every branch or tag under %s/", s, dir, dir)
+	}
+	for _, bad := range []string{"..", "//", "@{"} {
+		if strings.Contains(pattern, bad) {
+			return "", true, fmt.Errorf("--baseline %s: %q cannot be in a branch or tag name, so the pattern matches none; pass e.g. github:release/1.2 or github:release/**", s, bad)
+		}
+	}
 	if i := strings.IndexAny(pattern, " ~^:\\"); i >= 0 {
 		return "", true, fmt.Errorf("--baseline %s: %q cannot be in a branch or tag name, so the pattern matches none; pass e.g. github:release/1.2 or github:release/**", s, pattern[i])
 	}

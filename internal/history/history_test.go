@@ -747,6 +747,9 @@ func TestSpecTypos(t *testing.T) {
 		"github:release 1.2":            "' '",
 		"github:release/1.2~1":          "'~'",
 		"github:release:1.2":            "':'",
+		"github:release/":               "pass github:release/** for every branch or tag under release/",
+		"github:release/../main":        `".."`,
+		"github:release//1.2":           `"//"`,
 	} {
 		_, ok, err := Spec(in)
 		if !ok || err == nil || !strings.Contains(err.Error(), want) {
