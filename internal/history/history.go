@@ -124,7 +124,7 @@ func patternRE(p string) (*regexp.Regexp, error) {
 // Source is where earlier runs are looked for: one workflow's runs in one
 // repository, on branches or tags matching Pattern.
 type Source struct {
-	Client      *github.Client
+	Client      *github.Client // its transport wrapped by APITransport
 	Owner, Repo string
 	Workflow    string // the workflow's file name, e.g. release-gate-matrix.yml
 	Pattern     string
