@@ -279,7 +279,7 @@ func (e *env) historySource(gc *publish.Context, token, pattern string) (*histor
 	if err != nil {
 		return nil, err
 	}
-	client, err := publish.NewClient(gc, token, publish.DefaultRetry(), nil)
+	client, err := publish.NewClient(gc, token, publish.DefaultRetry(), history.APITransport(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +327,7 @@ func (e *env) baselines(ctx context.Context, src *history.Source, base string, j
 		for _, run := range candidates {
 			res, err := src.Result(ctx, run, j.Artifact(base), tmp, history.Want{Model: j[fleet.KeyModel], CheckName: name})
 			if err == nil {
-				if _, err = history.Baseline(res, run.URL, jl); err != nil {
+				if _, err = history.Serves(res, run.URL, jl); err != nil {
 					err = &history.Unusable{Why: fmt.Sprintf("artifact %s of run %d (%s on %s): %v", j.Artifact(base), run.ID, run.URL, run.Branch, err)}
 				}
 			}

@@ -78,7 +78,10 @@ func TestHelperExtract(t *testing.T) {
 // baseline's directory holds once extracted; a refusal comes before any
 // write) and the peak resident memory of a process that extracts and reads
 // back: a 2 MB zip of 120 replies of 16 MiB each (1.9 GB inflated), a 1 MB
-// zip of 64 (1 GiB), one of 2 (the most the bounds let through), and a normal 6-job baseline (6 artifacts of a run of 5
+// zip of 64 (1 GiB), one of 2 (the most the bounds let through), the same
+// 2 whose arrivals are empty objects (the JSON that inflates most when
+// read), 2 with just under the 1,000,000 objects the bounds let through, 9,999 small replies (the most entries the bounds let through),
+// and a normal 6-job baseline (6 artifacts of a run of 5
 // replies of 128 tokens, read one after another as report does). Each case
 // runs in a child process, so its peak is its own.
 //
@@ -93,6 +96,9 @@ func BenchmarkExtract(b *testing.B) {
 		{"bomb-120-replies", bomb(b, 120, 16<<20-64), 1},
 		{"bomb-64-replies", bomb(b, 64, 16<<20-64), 1},
 		{"at-the-bounds-2-replies", bomb(b, 2, 16<<20-4096), 1},
+		{"empty-arrivals-2-replies", arrivals(b, 2, 16<<20-4096), 1},
+		{"empty-arrivals-at-the-object-bound", arrivals(b, 2, 3*499_000), 1},
+		{"tiny-replies-9999", bomb(b, 9999, 3200), 1},
 		{"normal-6-jobs", normal(b), 6},
 		{"idle", normal(b), 0},
 	}
@@ -149,6 +155,30 @@ func bomb(b *testing.B, n int, size int64) []byte {
 	for i := 1; i <= n; i++ {
 		head := fmt.Sprintf(`{"n": %d, "content": "`, i)
 		add(fmt.Sprintf("reply_%d.json", i), io.MultiReader(strings.NewReader(head), io.LimitReader(repeat('a'), size-int64(len(head))-2), strings.NewReader(`"}`)))
+	}
+	if err := zw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// arrivals is a zip of a result.json and n reply files of about size bytes
+// each, their arrivals empty objects: the JSON that inflates most when read.
+func arrivals(b *testing.B, n int, size int64) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	add := func(name string, body []byte) {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w.Write(body)
+	}
+	add("result.json", []byte(result("Qwen3-0.6B", check)))
+	for i := 1; i <= n; i++ {
+		head := fmt.Sprintf(`{"n": %d, "first_ms": 1, "last_ms": 2, "completion_tokens": 2, "arrivals": [{}`, i)
+		body := head + strings.Repeat(",{}", int(size-int64(len(head))-2)/3) + "]}"
+		add(fmt.Sprintf("reply_%d.json", i), []byte(body))
 	}
 	if err := zw.Close(); err != nil {
 		b.Fatal(err)

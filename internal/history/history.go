@@ -69,6 +69,31 @@ func Spec(s string) (pattern string, ok bool, err error) {
 	if _, err := patternRE(pattern); err != nil || pattern == "" {
 		return "", true, fmt.Errorf("--baseline %s: %q is not a branch or tag pattern; pass e.g. github:release/1.2 or github:release/**", s, pattern)
 	}
+	// GitHub lists a run's branch or tag by its short name, and git allows
+	// none of these characters in one: such a pattern would match nothing,
+	// a notice on every run instead of a baseline.
+	for _, ref := range []string{"refs/heads/", "refs/tags/"} {
+		if short, ok := strings.CutPrefix(pattern, ref); ok {
+			return "", true, fmt.Errorf("--baseline %s: runs are listed by their branch or tag name, without %s; pass github:%s", s, ref, short)
+		}
+	}
+	switch {
+	case strings.Contains(pattern, "["):
+		return "", true, fmt.Errorf("--baseline %s: character classes ([...]) are not supported; use ? (one character), * (within a path segment) or ** (across them)", s)
+	case strings.HasPrefix(pattern, "!"):
+		return "", true, fmt.Errorf("--baseline %s: a negation (!) is not supported; name the branches or tags to take, e.g. github:release/**", s)
+	}
+	if dir, ok := strings.CutSuffix(pattern, "/"); ok {
+		return "", true, fmt.Errorf("--baseline %s: no branch or tag name ends with /; pass github:%s/** for every branch or tag under %s/", s, dir, dir)
+	}
+	for _, bad := range []string{"..", "//", "@{"} {
+		if strings.Contains(pattern, bad) {
+			return "", true, fmt.Errorf("--baseline %s: %q cannot be in a branch or tag name, so the pattern matches none; pass e.g. github:release/1.2 or github:release/**", s, bad)
+		}
+	}
+	if i := strings.IndexAny(pattern, " ~^:\\"); i >= 0 {
+		return "", true, fmt.Errorf("--baseline %s: %q cannot be in a branch or tag name, so the pattern matches none; pass e.g. github:release/1.2 or github:release/**", s, pattern[i])
+	}
 	return pattern, true, nil
 }
 
@@ -99,7 +124,7 @@ func patternRE(p string) (*regexp.Regexp, error) {
 // Source is where earlier runs are looked for: one workflow's runs in one
 // repository, on branches or tags matching Pattern.
 type Source struct {
-	Client      *github.Client
+	Client      *github.Client // its transport wrapped by APITransport
 	Owner, Repo string
 	Workflow    string // the workflow's file name, e.g. release-gate-matrix.yml
 	Pattern     string
@@ -121,8 +146,9 @@ func WorkflowFile(ref string) (string, error) {
 	return path.Base(p), nil
 }
 
-// NotFound is a baseline that does not exist (yet): the run goes on without
-// the baseline assertion and says so.
+// NotFound is a baseline that does not exist (yet), or a look that GitHub
+// failed or its bounds cut: the run goes on without the baseline assertion
+// and says so.
 type NotFound struct{ Why string }
 
 func (e *NotFound) Error() string { return e.Why }
@@ -134,8 +160,8 @@ type BadInput struct{ Why string }
 func (e *BadInput) Error() string { return e.Why }
 
 // Unusable is a candidate whose artifact cannot be a baseline: another model
-// or check, too large, not a zip, unsafe, no result.json, no figures. The
-// next older candidate is tried.
+// or check, too large, not a zip, unsafe, no result.json, no figures, a
+// download that failed. The next older candidate is tried.
 type Unusable struct{ Why string }
 
 func (e *Unusable) Error() string { return e.Why }
@@ -223,9 +249,9 @@ func (s *Source) runs(ctx context.Context, re *regexp.Regexp, event string, n in
 		page := max(opts.Page, 1)
 		read[page] = true
 		runs, resp, err := s.Client.Actions.ListWorkflowRunsByFileName(ctx, s.Owner, s.Repo, s.Workflow, opts)
-		var nf *NotFound
-		if err != nil && ctx.Err() == nil && errors.As(apiError(err, ""), &nf) {
-			return nil, false, &NotFound{fmt.Sprintf("no run of %s in %s/%s (HTTP 404: GitHub knows no workflow of that file name there yet)", s.Workflow, s.Owner, s.Repo)}
+		var ge *github.ErrorResponse
+		if err != nil && ctx.Err() == nil && errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusNotFound {
+			return nil, false, &NotFound{fmt.Sprintf("no run of %s in %s/%s (HTTP 404: GitHub knows no workflow of that file name there yet, or the token may not see the repository's runs: a token other than the job's GITHUB_TOKEN needs actions: read on it)", s.Workflow, s.Owner, s.Repo)}
 		}
 		if err != nil {
 			return nil, false, stopped(ctx, apiError(err, fmt.Sprintf("the runs of workflow %s", s.Workflow)))
@@ -294,7 +320,7 @@ func (s *Source) Find(ctx context.Context, name, tmp string, want Want, l judge.
 		res, err := s.Result(ctx, run, name, tmp, want)
 		var bl *judge.Baseline
 		if err == nil {
-			if bl, err = Baseline(res, run.URL, l); err != nil {
+			if bl, err = Serves(res, run.URL, l); err != nil {
 				err = &Unusable{fmt.Sprintf("artifact %s of run %d (%s on %s): %v", name, run.ID, run.URL, run.Branch, err)}
 			}
 		}
@@ -364,15 +390,22 @@ func (s *Source) Result(ctx context.Context, run Run, name, tmp string, want Wan
 	}
 	b, err := s.download(ctx, a, max)
 	if err != nil {
+		// Only a token that may not download is the run's bad input, and
+		// the deadline ends the whole look. Any other failure (the storage
+		// host refuses the signed URL or cuts the body, the API fails the
+		// redirect) is this candidate's: it would recur on every later run
+		// while the run is the newest on the pattern.
 		var un *Unusable
-		var nf *NotFound
+		var bi *BadInput
 		switch {
+		case ctx.Err() != nil:
+			return nil, stopped(ctx, err)
+		case errors.As(err, &bi):
+			return nil, &BadInput{where + ": " + bi.Why}
 		case errors.As(err, &un):
 			return nil, &Unusable{where + ": " + un.Why}
-		case errors.As(err, &nf):
-			return nil, err
 		}
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return nil, &Unusable{where + ": " + err.Error()}
 	}
 	dir, err := os.MkdirTemp(tmp, "baseline-*")
 	if err != nil {
@@ -404,6 +437,20 @@ func same(res *report.Result, want Want) error {
 		return fmt.Errorf("ran with thinking %s, not %s", res.Run.Thinking, want.Thinking)
 	}
 	return nil
+}
+
+// Serves is the baseline a candidate from history gives: a run that passed,
+// its medians as Baseline figures them. A run whose gate failed can still be
+// a successful workflow run (continue-on-error), and its figures, a
+// regression's, would lower the floor --floor-from-baseline derives.
+func Serves(res *report.Result, from string, l judge.Limits) (*judge.Baseline, error) {
+	if v := res.Verdict; v != report.Pass {
+		if v != report.Fail && v != report.Cancelled {
+			v = short(v)
+		}
+		return nil, &Unusable{fmt.Sprintf("its verdict is %s; a baseline is a run that passed", v)}
+	}
+	return Baseline(res, from, l)
 }
 
 // Baseline is a result's medians, figured as the limits judge them now.
@@ -518,6 +565,11 @@ const (
 	maxFile    = 16 << 20 // one entry written (report.MaxFile, what is read back)
 	maxTotal   = 32 << 20 // all the entries written
 	maxEntries = 10_000   // entries in the archive, whether written or not
+	// maxObjects bounds the JSON objects (each '{', strings' included) in
+	// all the entries written: read back, an object of 3 bytes (an empty
+	// arrival) is a struct of 16 in a slice that doubles as it grows. A
+	// run of 100 replies of 4096 tokens, each its own arrival, has 410,000.
+	maxObjects = 1_000_000
 )
 
 // wanted are the files a baseline reads: its result.json and the replies.
@@ -575,11 +627,12 @@ func Extract(b []byte, dir string) error {
 	// The headers' sizes were summed; archive/zip refuses an entry that
 	// inflates past its header's size, and each copy is bounded again.
 	left := int64(maxTotal)
+	objects := &objectCount{left: maxObjects}
 	for _, f := range zr.File {
 		if !wanted.MatchString(f.Name) {
 			continue
 		}
-		n, err := extractFile(f, filepath.Join(dir, f.Name), min(maxFile, left))
+		n, err := extractFile(f, filepath.Join(dir, f.Name), min(maxFile, left), objects)
 		if err != nil {
 			return err
 		}
@@ -588,8 +641,20 @@ func Extract(b []byte, dir string) error {
 	return nil
 }
 
-// extractFile copies entry f to a new file dst, at most max bytes.
-func extractFile(f *zip.File, dst string, max int64) (int64, error) {
+// objectCount counts the JSON objects copied, '{' by '{', and fails a
+// write past its bound.
+type objectCount struct{ left int }
+
+func (c *objectCount) Write(p []byte) (int, error) {
+	if c.left -= bytes.Count(p, []byte("{")); c.left < 0 {
+		return 0, fmt.Errorf("the entries a baseline reads hold more than %d JSON objects, more than a run's replies do (one arrival a token); refused", maxObjects)
+	}
+	return len(p), nil
+}
+
+// extractFile copies entry f to a new file dst, at most max bytes, counting
+// its objects in objects.
+func extractFile(f *zip.File, dst string, max int64, objects *objectCount) (int64, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return 0, fmt.Errorf("the entry %q cannot be read (%v)", f.Name, err)
@@ -600,7 +665,7 @@ func extractFile(f *zip.File, dst string, max int64) (int64, error) {
 		return 0, err
 	}
 	// The header's size may lie: copy one byte past the bound.
-	n, err := io.Copy(out, io.LimitReader(rc, max+1))
+	n, err := io.Copy(io.MultiWriter(objects, out), io.LimitReader(rc, max+1))
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -608,6 +673,8 @@ func extractFile(f *zip.File, dst string, max int64) (int64, error) {
 		os.Remove(dst)
 	}
 	switch {
+	case objects.left < 0:
+		return n, err
 	case err != nil:
 		return n, fmt.Errorf("the entry %q cannot be read (%v)", f.Name, err)
 	case n > max:
@@ -637,5 +704,66 @@ func apiError(err error, what string) error {
 			return &NotFound{fmt.Sprintf("%s: HTTP 410, expired", what)}
 		}
 	}
-	return fmt.Errorf("%s cannot be read: %v", what, err)
+	// A failure of GitHub's (a 5xx after the retries, an answer that is
+	// not one) is no fault of the run's input: the look ends, or the
+	// candidate is skipped, with a notice.
+	return &NotFound{fmt.Sprintf("%s cannot be read: %v", what, err)}
 }
+
+// MaxAnswer bounds each answer of GitHub's API read through APITransport: a
+// page of 100 runs is some 500 KiB.
+const MaxAnswer = 8 << 20
+
+// APITransport wraps base (nil: http.DefaultTransport) for the API client
+// of a look through history. No answer's body is read past MaxAnswer bytes,
+// counted after any gzip the transport inflates: go-github decodes an
+// answer whole, so an endless or inflating one would be held in memory
+// until the deadline. And no redirect to another host (or from https to
+// http) is followed: the client adds the token to every request it sends,
+// the redirected ones too, so following it would hand the token to that
+// host. A redirect on the API's own host (GitHub's 301 for a renamed
+// repository) is followed.
+func APITransport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return apiTransport{base}
+}
+
+type apiTransport struct{ base http.RoundTripper }
+
+func (l apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// Response is set on a request the client makes to follow a redirect.
+	if prev := req.Response; prev != nil && prev.Request != nil {
+		from := prev.Request.URL
+		if !strings.EqualFold(req.URL.Host, from.Host) || from.Scheme == "https" && req.URL.Scheme != "https" {
+			return nil, fmt.Errorf("the API redirected to another host (%s, from %s); not followed, so that the token is not sent there", short(req.URL.Redacted()), short(from.Redacted()))
+		}
+	}
+	resp, err := l.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	resp.Body = &boundedBody{rc: resp.Body, left: MaxAnswer, url: req.URL.Redacted()}
+	return resp, nil
+}
+
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+	url  string
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the answer of %s is more than the %d bytes an answer may be; not read further", b.url, MaxAnswer)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -537,12 +538,13 @@ func TestFind(t *testing.T) {
 	wf := ".github/workflows/release-gate-matrix.yml"
 	good := zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})
 	bad := map[string]fakegithub.Artifact{
-		"not a zip":      {Zip: []byte("<html>not found</html>")},
-		"another model":  {Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)})},
-		"too large":      {Zip: good, Size: 1 << 30},
-		"no result.json": {Zip: zipOf(t, entry{name: "serve.log", body: "x"})},
-		"unsafe":         {Zip: zipOf(t, entry{name: "../result.json", body: result("Qwen3-0.6B", check)})},
-		"no figures":     {Zip: zipOf(t, entry{name: "result.json", body: `{"schema": "npu-serve-smoke/v1", "verdict": "fail", "run": {"model": "Qwen3-0.6B", "check_name": "` + check + `"}}`})},
+		"not a zip":         {Zip: []byte("<html>not found</html>")},
+		"another model":     {Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)})},
+		"too large":         {Zip: good, Size: 1 << 30},
+		"no result.json":    {Zip: zipOf(t, entry{name: "serve.log", body: "x"})},
+		"unsafe":            {Zip: zipOf(t, entry{name: "../result.json", body: result("Qwen3-0.6B", check)})},
+		"a run that failed": {Zip: zipOf(t, entry{name: "result.json", body: strings.Replace(result("Qwen3-0.6B", check), `"verdict": "pass"`, `"verdict": "fail"`, 1)})},
+		"no figures":        {Zip: zipOf(t, entry{name: "result.json", body: `{"schema": "npu-serve-smoke/v1", "verdict": "pass", "run": {"model": "Qwen3-0.6B", "check_name": "` + check + `"}}`})},
 	}
 	for why, art := range bad {
 		t.Run(why, func(t *testing.T) {
@@ -612,6 +614,267 @@ func TestArtifactsBounded(t *testing.T) {
 			}
 			if lists > 2*Candidates {
 				t.Errorf("Find() read %d pages of artifacts, want at most 2 per candidate", lists)
+			}
+		})
+	}
+}
+
+// A newest candidate whose download fails (the storage host refuses the
+// signed URL, answers 500, cuts the connection or the body; the API fails
+// the redirect) is skipped for the next older one: a failure that would
+// recur on every later run is never the run's bad input, or one lost blob
+// would stop every release until its run aged out.
+func TestFindBrokenDownload(t *testing.T) {
+	wf := ".github/workflows/release-gate-matrix.yml"
+	good := zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})
+	for _, tc := range []struct {
+		name  string
+		store http.HandlerFunc // "": the API itself fails the redirect
+		api   int
+	}{
+		{name: "storage refuses the signature", store: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "AuthorizationFailure", http.StatusForbidden)
+		}},
+		{name: "storage answers 500", store: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "InternalError", http.StatusInternalServerError)
+		}},
+		{name: "storage cuts the connection", store: func(w http.ResponseWriter, r *http.Request) {
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				c.Close()
+			}
+		}},
+		{name: "storage cuts the body", store: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(good)))
+			w.Write(good[:len(good)/2])
+		}},
+		{name: "the API fails the redirect", api: http.StatusInternalServerError},
+		{name: "the API answers 200 with no redirect", api: http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh, src, old := fixture(t, fakegithub.Artifact{Zip: good})
+			id := gh.AddRun(fakegithub.WorkflowRun{Workflow: wf, HeadBranch: "release/1.9", Conclusion: "success"})
+			newest := gh.AddArtifact(fakegithub.Artifact{RunID: id, Name: ArtifactName(check), Zip: good})
+			fault := fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(fmt.Sprintf(`/actions/artifacts/%d/zip$`, newest)), Status: tc.api}
+			if tc.store != nil {
+				store := httptest.NewServer(tc.store)
+				t.Cleanup(store.Close)
+				fault.Status, fault.Header = http.StatusFound, map[string]string{"Location": store.URL + "/blob?sig=1"}
+			}
+			gh.Fail(fault)
+			f, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+			if err != nil || f.Run.ID != old || f.Baseline == nil || f.Baseline.Rate != 100 {
+				t.Fatalf("Find() = %+v, %s: %v; want run %d's baseline of 100 tok/s", f, kindOf(err), err, old)
+			}
+			if want := fmt.Sprintf("run %d (https://github.com/acme/serve/actions/runs/%d on release/1.9)", id, id); len(f.Skipped) != 1 || !strings.Contains(f.Skipped[0], want) {
+				t.Errorf("Find() skipped %q, want one naming %s", f.Skipped, want)
+			}
+		})
+	}
+}
+
+// A runs list that GitHub fails (a 5xx, an answer that is not JSON) ends
+// the look with a notice, as its bounds do: the run goes on without the
+// baseline, and is not bad input.
+func TestRunsBroken(t *testing.T) {
+	for name, answer := range map[string]http.HandlerFunc{
+		"500": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"message": "oops"}`, http.StatusInternalServerError)
+		},
+		"not JSON": func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>") },
+		"a 404 stays": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"message": "Not Found"}`, http.StatusNotFound)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src, _ := runsAPI(t, answer)
+			_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+			want := "cannot be read"
+			if name == "a 404 stays" {
+				want = "GitHub knows no workflow of that file name there yet, or the token may not see the repository's runs: a token other than the job's GITHUB_TOKEN needs actions: read on it"
+			}
+			if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), want) {
+				t.Errorf("Find() = %s: %v; want a notice with %q", kind, err, want)
+			}
+		})
+	}
+}
+
+// An API answer is read to at most MaxAnswer bytes, whatever it sends: a
+// runs page of 100 MiB (or a gzip bomb that inflates to it) is cut, and the
+// look ends with a notice, not with the answer held whole in memory.
+func TestAnswersBounded(t *testing.T) {
+	const huge = 100 << 20
+	var written atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.WriteString(w, `{"total_count": 1, "workflow_runs": [`)
+		written.Add(int64(n))
+		pad := []byte(strings.Repeat(" ", 64<<10))
+		for written.Load() < huge {
+			n, err := w.Write(pad)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+		n, _ = io.WriteString(w, `]}`)
+		written.Add(int64(n))
+	}))
+	t.Cleanup(srv.Close)
+	client := github.NewClient(&http.Client{Transport: APITransport(nil)}).WithAuthToken("ghs_fake")
+	client.BaseURL, _ = url.Parse(srv.URL + "/")
+	src := &Source{Client: client, Owner: "acme", Repo: "serve", Workflow: "release-gate-matrix.yml", Pattern: "release/**"}
+	_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+	if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), "more than the") {
+		t.Errorf("Find() = %s: %v; want a notice that the answer was too long", kind, err)
+	}
+	srv.Close() // waits for the handler: written is final
+	if got := written.Load(); got >= huge {
+		t.Errorf("the client read the whole %d-byte answer; want it cut near %d", got, MaxAnswer)
+	}
+}
+
+// A pattern that can match no branch or tag GitHub lists (a full ref name,
+// a character class or a negation as workflow filters write them, a
+// character git forbids in names) is bad input that says what to write,
+// not a notice on every run that no run matched.
+func TestSpecTypos(t *testing.T) {
+	for in, want := range map[string]string{
+		"github:refs/heads/release/1.2": "pass github:release/1.2",
+		"github:refs/tags/v1.*":         "pass github:v1.*",
+		"github:release/v[0-9]*":        "character classes",
+		"github:!release/old":           "negation",
+		"github:release 1.2":            "' '",
+		"github:release/1.2~1":          "'~'",
+		"github:release:1.2":            "':'",
+		"github:release/":               "pass github:release/** for every branch or tag under release/",
+		"github:release/../main":        `".."`,
+		"github:release//1.2":           `"//"`,
+	} {
+		_, ok, err := Spec(in)
+		if !ok || err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Spec(%q) = %v, %v; want an error with %q", in, ok, err, want)
+		}
+	}
+	for _, in := range []string{"github:release/1.2+cuda", "github:v1.2.0-rc.1", "github:user/x_y"} {
+		if _, _, err := Spec(in); err != nil {
+			t.Errorf("Spec(%q) = %v; want it taken", in, err)
+		}
+	}
+}
+
+// An API answer that redirects a list (runs, artifacts) to another host is
+// not followed: the client adds the token to every request it sends, so
+// following it would hand the token to that host. A redirect on the API's
+// own host (GitHub's 301 for a renamed repository) still is.
+func TestAPIRedirects(t *testing.T) {
+	var mu sync.Mutex
+	var auth []string
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		fmt.Fprint(w, `{"total_count": 0, "workflow_runs": []}`)
+	}))
+	t.Cleanup(evil.Close)
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			auth = nil
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/moved/") {
+					fmt.Fprint(w, `{"total_count": 0, "workflow_runs": []}`)
+					return
+				}
+				if r.URL.Query().Get("event") == "push" {
+					http.Redirect(w, r, "/moved"+r.URL.RequestURI(), status)
+					return
+				}
+				http.Redirect(w, r, evil.URL+r.URL.RequestURI(), status)
+			}))
+			t.Cleanup(srv.Close)
+			client := github.NewClient(&http.Client{Transport: APITransport(nil)}).WithAuthToken("ghs_fake")
+			client.BaseURL, _ = url.Parse(srv.URL + "/")
+			src := &Source{Client: client, Owner: "acme", Repo: "serve", Workflow: "release-gate-matrix.yml", Pattern: "release/**"}
+			_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+			mu.Lock()
+			defer mu.Unlock()
+			if len(auth) != 0 {
+				t.Errorf("the other host was asked %d times, with Authorization %q", len(auth), auth)
+			}
+			if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), "redirected to another host") {
+				t.Errorf("Find() = %s: %v; want a notice that the redirect was not followed", kind, err)
+			}
+		})
+	}
+}
+
+// JSON objects are what inflates most when the replies are read back (an
+// empty arrival, 3 bytes, is a 16-byte struct in a growing slice: 2 replies
+// of 16 MiB of them, a 33 KB zip, took 510 MB resident): the objects in the
+// files a baseline reads are bounded too, far above a real run's (one
+// arrival a token).
+func TestExtractObjects(t *testing.T) {
+	objects := func(n, count int) entry {
+		return entry{name: fmt.Sprintf("reply_%d.json", n), body: fmt.Sprintf(`{"n": %d, "first_ms": 1, "last_ms": 2, "completion_tokens": 2, "arrivals": [{}%s]}`, n, strings.Repeat(",{}", count-1))}
+	}
+	res := entry{name: "result.json", body: result("Qwen3-0.6B", check)}
+	dir := t.TempDir()
+	if err := Extract(zipOf(t, res, objects(1, maxObjects/2), objects(2, maxObjects/2)), dir); err == nil || !strings.Contains(err.Error(), "JSON objects") {
+		t.Errorf("Extract(2 replies of %d arrivals) = %v, want it refused for its objects", maxObjects/2, err)
+	}
+	// A run of 100 replies of 4096 tokens, each token its own arrival.
+	var real []entry
+	for n := 1; n <= 100; n++ {
+		real = append(real, objects(n, 4096))
+	}
+	if err := Extract(zipOf(t, append(real, res)...), t.TempDir()); err != nil {
+		t.Errorf("Extract(100 replies of 4096 arrivals) = %v, want it extracted", err)
+	}
+}
+
+// The one deadline covers the download: a storage host that sends the
+// headers and then nothing ends the look with a notice.
+func TestDownloadDeadline(t *testing.T) {
+	good := zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})
+	gh, src, _ := fixture(t, fakegithub.Artifact{Zip: good})
+	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(good)))
+		w.Write(good[:10])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(store.Close)
+	gh.Fail(fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(`/actions/artifacts/\d+/zip$`), Status: http.StatusFound,
+		Header: map[string]string{"Location": store.URL + "/blob?sig=1"}})
+	src.Timeout = 300 * time.Millisecond
+	_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+	if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), "took longer than 300ms") {
+		t.Errorf("Find() = %s: %v; want the deadline's notice", kind, err)
+	}
+}
+
+// A run whose head repository is null (a deleted fork's), or another
+// owner's of the same name, or the same in other letter case, is judged by
+// its full name: only the repository's own, in any case, is taken.
+func TestHeadRepository(t *testing.T) {
+	for head, taken := range map[string]bool{
+		`null`:                             false,
+		`{}`:                               false,
+		`{"full_name": "mallory/serve"}`:   false,
+		`{"full_name": "acme/serve-fork"}`: false,
+		`{"full_name": "ACME/Serve"}`:      true,
+	} {
+		t.Run(head, func(t *testing.T) {
+			src, _ := runsAPI(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Query().Get("event") != "push" {
+					fmt.Fprint(w, `{"total_count": 0, "workflow_runs": []}`)
+					return
+				}
+				fmt.Fprintf(w, `{"total_count": 1, "workflow_runs": [{"id": 9, "head_branch": "release/1.2", "event": "push", "status": "completed", "conclusion": "success", "head_repository": %s}]}`, head)
+			})
+			runs, err := src.Runs(context.Background(), 5)
+			if err != nil || (len(runs) == 1) != taken {
+				t.Errorf("Runs() with head_repository %s = %v, %v; want taken %v", head, runs, err, taken)
 			}
 		})
 	}
