@@ -44,7 +44,7 @@ type Publisher struct {
 // NewClient is a go-github client for the context's API (GHES included),
 // authenticated with token, retrying GitHub's transient failures.
 func NewClient(c *Context, token string, retry Retry, base http.RoundTripper) (*github.Client, error) {
-	hc := &http.Client{Transport: retry.Transport(base), Timeout: 30 * time.Second}
+	hc := &http.Client{Transport: retry.Transport(base), Timeout: 30 * time.Second, CheckRedirect: sameHost}
 	client := github.NewClient(hc).WithAuthToken(token)
 	u, err := url.Parse(c.APIURL + "/")
 	if err != nil || u.Scheme == "" || u.Host == "" {
@@ -52,6 +52,21 @@ func NewClient(c *Context, token string, retry Retry, base http.RoundTripper) (*
 	}
 	client.BaseURL = u
 	return client, nil
+}
+
+// sameHost refuses a redirect to another host, or from https to http: the
+// client adds the token to every request it sends, redirected ones too, so
+// following it would hand the token to that host. A redirect on the API's
+// own host (GitHub's 301 for a renamed repository) is followed, up to 10.
+func sameHost(req *http.Request, via []*http.Request) error {
+	from := via[len(via)-1].URL
+	if !strings.EqualFold(req.URL.Host, from.Host) || from.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("the API redirected to another host (%s, from %s); not followed, so that the token is not sent there", req.URL.Redacted(), from.Redacted())
+	}
+	if len(via) >= 10 {
+		return errors.New("the API redirected 10 times; not followed further")
+	}
+	return nil
 }
 
 func (p *Publisher) now() time.Time {
