@@ -522,4 +522,3 @@ func TestQuote(t *testing.T) {
 		}
 	}
 }
-
