@@ -113,6 +113,9 @@ jobs:
 	withGo := os.Environ()
 	// run runs the workflow with the action taken from actionTree and a
 	// fresh tool cache, which it returns.
+	// A lock directory of the test's own, not the machine's
+	// /run/lock/npu-hold, whose owner the test does not choose.
+	locks := filepath.Join(t.TempDir(), "locks")
 	run := func(actionTree string, env []string) (string, string, error) {
 		cache := t.TempDir()
 		os.RemoveAll(out)
@@ -125,6 +128,7 @@ jobs:
 			"--env", "GITHUB_REPOSITORY=acme/serve",
 			"--env", "NPU_HOLD_DIR="+filepath.Join(dir, "locks"),
 			"--env", "NPU_SERVE_SMOKE_DOWNLOAD_URL="+dl.URL+"/acme/npu-serve-smoke/releases/download/",
+			"--env", "NPU_HOLD_DIR="+locks,
 		)
 		return o, filepath.Join(cache, "tool_cache", "npu-serve-smoke"), err
 	}

@@ -59,6 +59,9 @@ runs:
 			// act takes the repository from the git remote, which a clone
 			// on a CI machine names by its path: say it.
 			"--env", "GITHUB_REPOSITORY=acme/serve",
+			// A lock directory of the test's own, not the machine's
+			// /run/lock/npu-hold, whose owner the test does not choose.
+			"--env", "NPU_HOLD_DIR="+filepath.Join(dir, "locks"),
 			"--local-repository", "actions/checkout@v4="+noop,
 			"--local-repository", "actions/setup-go@v5="+noop,
 		)

@@ -32,8 +32,19 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/script",
+	testscript.Run(t, scripts("testdata/script"))
+}
+
+// TestRootScripts are the scripts that need root: the serve held in a
+// cgroup root makes.
+func TestRootScripts(t *testing.T) {
+	scripttest.NeedRoot(t)
+	testscript.Run(t, scripts("testdata/rootscript"))
+}
+
+func scripts(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
 		RequireExplicitExec: true,
 		Setup:               scripttest.Setup,
 		Condition:           scripttest.Condition,
@@ -53,7 +64,7 @@ func TestScripts(t *testing.T) {
 			"stranger":      stranger,
 			"killproc":      scripttest.KillProc,
 		},
-	})
+	}
 }
 
 // fakeGitHubs holds each script's fake GitHub API.

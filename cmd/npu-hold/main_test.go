@@ -17,8 +17,19 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/script",
+	testscript.Run(t, scripts("testdata/script"))
+}
+
+// TestRootScripts are the scripts that play another user (files made with
+// chown): they run as root only.
+func TestRootScripts(t *testing.T) {
+	scripttest.NeedRoot(t)
+	testscript.Run(t, scripts("testdata/rootscript"))
+}
+
+func scripts(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
 		RequireExplicitExec: true,
 		Setup:               scripttest.Setup,
 		Condition:           scripttest.Condition,
@@ -30,5 +41,5 @@ func TestScripts(t *testing.T) {
 			"killproc":  scripttest.KillProc,
 			"signal":    scripttest.Signal,
 		},
-	})
+	}
 }

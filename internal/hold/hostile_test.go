@@ -24,10 +24,12 @@ import (
 
 const nobody = 65534
 
+// needRoot skips a TestRoot test, saying why, where the test does not
+// run as root.
 func needRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("plays another user: needs root")
+		t.Skipf("plays another user (uid %d: files made with chown, processes with setuid): needs root, and uid %d is not; run as root: go test -run '^TestRoot' ./internal/hold", nobody, os.Geteuid())
 	}
 }
 
@@ -144,7 +146,7 @@ func TestFIFOsInTheQueue(t *testing.T) {
 	})
 }
 
-func TestLockDirOfAnotherUser(t *testing.T) {
+func TestRootLockDirOfAnotherUser(t *testing.T) {
 	needRoot(t)
 	dir := filepath.Join(t.TempDir(), "locks")
 	os.Mkdir(dir, 0o1777)
@@ -164,7 +166,7 @@ func TestLockDirOfAnotherUser(t *testing.T) {
 	}
 }
 
-func TestFilesOfAnotherUserAreLeftAlone(t *testing.T) {
+func TestRootFilesOfAnotherUserAreLeftAlone(t *testing.T) {
 	needRoot(t)
 	dir := sharedDir(t)
 	// A dead waiter of another user, and a live one (its lock taken here,
@@ -207,7 +209,7 @@ func TestFilesOfAnotherUserAreLeftAlone(t *testing.T) {
 
 // Another user removes and renames whatever they can in the lock directory
 // while a holder runs; a second contender must still wait.
-func TestDeletionsDoNotBreakExclusion(t *testing.T) {
+func TestRootDeletionsDoNotBreakExclusion(t *testing.T) {
 	needRoot(t)
 	e := newEnv(t)
 	e.dir = sharedDir(t)
@@ -340,7 +342,7 @@ func TestLongCommandLineIsBounded(t *testing.T) {
 // Dead files of another user, under the first numbers and the last ones,
 // neither use the numbers up nor block anyone: numbers follow the live
 // tickets, past the names the dead ones hold.
-func TestTicketNumbersPassOverDeadFiles(t *testing.T) {
+func TestRootTicketNumbersPassOverDeadFiles(t *testing.T) {
 	needRoot(t)
 	dir := sharedDir(t)
 	theirs := func(n uint64) string {

@@ -17,15 +17,7 @@ import (
 // its path, the device is held, nothing blocks, and nothing that is not a
 // token of npu-hold's is written, followed or removed.
 func TestTokenFile(t *testing.T) {
-	tests := []struct {
-		name string
-		// prepare puts something at the token's path.
-		prepare func(t *testing.T, path, locks string)
-		// warn matches the warning said; "" for none.
-		warn string
-		// written: the token is written while held (and removed after).
-		written bool
-	}{
+	tokenFileCases(t, []tokenCase{
 		{name: "nothing there", written: true},
 		{
 			name:    "a file of the user's",
@@ -81,20 +73,40 @@ func TestTokenFile(t *testing.T) {
 			warn: `it holds the token of ticket 1 of gpu, held by \S+ \(pid \d+, "other"\) since .*, which is still held; it is left as it is`,
 		},
 		{
-			name: "a file of another user",
-			prepare: func(t *testing.T, path, _ string) {
-				needRoot(t)
-				os.WriteFile(path, []byte("theirs\n"), 0o644)
-				os.Chown(path, nobody, nobody)
-			},
-			warn: `a file of nobody \(uid 65534\) is there, left as it is`,
-		},
-		{
 			name:    "no directory",
 			prepare: func(t *testing.T, path, _ string) { os.Remove(filepath.Dir(path)) },
 			warn:    `its directory cannot be opened: no such file or directory`,
 		},
-	}
+	})
+}
+
+// TestRootTokenFile: a file another user put at the token's path (made
+// with chown) is theirs, and left as it is.
+func TestRootTokenFile(t *testing.T) {
+	needRoot(t)
+	tokenFileCases(t, []tokenCase{{
+		name: "a file of another user",
+		prepare: func(t *testing.T, path, _ string) {
+			os.WriteFile(path, []byte("theirs\n"), 0o644)
+			os.Chown(path, nobody, nobody)
+		},
+		warn: `a file of nobody \(uid 65534\) is there, left as it is`,
+	}})
+}
+
+// tokenCase is something at the token's path while a device is acquired.
+type tokenCase struct {
+	name string
+	// prepare puts something at the token's path.
+	prepare func(t *testing.T, path, locks string)
+	// warn matches the warning said; "" for none.
+	warn string
+	// written: the token is written while held (and removed after).
+	written bool
+}
+
+func tokenFileCases(t *testing.T, tests []tokenCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			home, locks := filepath.Join(t.TempDir(), "home"), filepath.Join(t.TempDir(), "locks")

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -199,6 +200,16 @@ func Procs() int {
 		}
 	}
 	return 0
+}
+
+// NeedRoot skips a TestRoot test, saying why, where it does not run as
+// root. Every test that needs root is named TestRoot, and CI runs them as
+// root apart from the rest (go test -run '^TestRoot' ./...).
+func NeedRoot(t testing.TB) {
+	t.Helper()
+	if uid := os.Geteuid(); uid != 0 {
+		t.Skipf("needs root (other users' files made with chown, cgroups made by root), and uid %d is not; run as root: go test -run '^TestRoot' ./...", uid)
+	}
 }
 
 // Condition is the scripts' own conditions: [root] is true when the

@@ -58,7 +58,7 @@ func BenchmarkReadyNotice(b *testing.B) {
 // processes of the tree alive when it was free, over all runs (the goal is
 // 0).
 func BenchmarkKilledGate(b *testing.B) {
-	for _, m := range mechanisms(b) {
+	for _, m := range available(b) {
 		b.Run(m, func(b *testing.B) {
 			tr := newTree(b, "bench-"+m+"-marker")
 			var free []float64

@@ -88,8 +88,9 @@ func (tr tree) alive() []string {
 	return out
 }
 
-// mechanisms is each containment mechanism this machine offers.
-func mechanisms(t testing.TB) []string {
+// available is each containment mechanism this machine offers this
+// process.
+func available(t testing.TB) []string {
 	var out []string
 	for _, m := range supervise.Mechanisms {
 		if err := supervise.Available(m); err != nil {
@@ -101,12 +102,50 @@ func mechanisms(t testing.TB) []string {
 	return out
 }
 
+// mechanisms is each mechanism the tests any user runs hold the serve
+// with: what this user has. As root, only descendants: root's cgroups are
+// the TestRoot tests' (CI runs those as root, the rest as a user).
+func mechanisms(t testing.TB) []string {
+	if os.Geteuid() != 0 {
+		return available(t)
+	}
+	t.Log("as root, the cgroups are root's: the TestRoot tests hold the serve in them")
+	return []string{"descendants"}
+}
+
+// rootMechanisms is each cgroup mechanism root has here, for the TestRoot
+// tests; they skip, saying why, where the test does not run as root.
+func rootMechanisms(t testing.TB) []string {
+	t.Helper()
+	if uid := os.Geteuid(); uid != 0 {
+		t.Skipf("holds the serve in cgroups root makes: needs root, and uid %d is not; run as root: go test -run '^TestRoot' ./internal/serve", uid)
+	}
+	var out []string
+	for _, m := range available(t) {
+		if m != "descendants" {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		t.Skip("root may make no cgroup here: no writable cgroup v2 and no cgroup v1 freezer mounted")
+	}
+	return out
+}
+
 func withContain(m string) []string {
 	return append(os.Environ(), supervise.ContainEnv+"="+m)
 }
 
 func TestStopKillsTheTree(t *testing.T) {
-	for _, m := range mechanisms(t) {
+	stopKillsTheTree(t, mechanisms(t))
+}
+
+func TestRootStopKillsTheTree(t *testing.T) {
+	stopKillsTheTree(t, rootMechanisms(t))
+}
+
+func stopKillsTheTree(t *testing.T, ms []string) {
+	for _, m := range ms {
 		t.Run(m, func(t *testing.T) {
 			tr := newTree(t, "stop-"+m+"-marker")
 			log, err := os.Create(tr.log)
@@ -252,7 +291,15 @@ func killedGate(t testing.TB, tr tree, m string) (free time.Duration, alive []st
 }
 
 func TestKilledGate(t *testing.T) {
-	for _, m := range mechanisms(t) {
+	killedGateLeavesNone(t, mechanisms(t))
+}
+
+func TestRootKilledGate(t *testing.T) {
+	killedGateLeavesNone(t, rootMechanisms(t))
+}
+
+func killedGateLeavesNone(t *testing.T, ms []string) {
+	for _, m := range ms {
 		t.Run(m, func(t *testing.T) {
 			tr := newTree(t, "killed-"+m+"-marker")
 			_, alive := killedGate(t, tr, m)
