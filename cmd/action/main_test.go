@@ -21,9 +21,15 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/scripttest"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 func TestMain(m *testing.M) {
+	// The gate run in this process (a benchmark's run(...)) starts its
+	// supervisor as this binary, by this binary's own name.
+	if len(os.Args) > 1 && os.Args[1] == supervise.Command {
+		os.Exit(supervise.Main(os.Args[2:], os.Getenv, os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"npu-serve-smoke": func() { os.Exit(mainCode()) },
 		"fakellm":         func() { os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr)) },
