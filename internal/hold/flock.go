@@ -86,6 +86,16 @@ func (t *Ticket) Held() error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("the lock of ticket %s cannot be checked: %v", t.name, err)
 	}
+	// Waiters find the directory by its path: one renamed away (a lock
+	// directory of this user's own, or under a directory of its) is made
+	// anew by the next waiter, with no holder in it.
+	var dirNow, dirThen unix.Stat_t
+	if err := unix.Fstat(t.dir.fd, &dirThen); err != nil {
+		return fmt.Errorf("the lock of ticket %s cannot be checked: %v", t.name, err)
+	}
+	if err := unix.Stat(t.dir.path, &dirNow); err != nil || dirNow.Dev != dirThen.Dev || dirNow.Ino != dirThen.Ino {
+		return fmt.Errorf("the lock directory %s is not the directory the ticket %s was taken in any more (it was renamed or removed while held, by a process of its owner's): waiters saw no holder, and the device was free to anyone", t.dir.path, t.name)
+	}
 	var named unix.Stat_t
 	switch err := unix.Fstatat(t.dir.fd, t.name, &named, unix.AT_SYMLINK_NOFOLLOW); {
 	case err != nil || named.Dev != st.Dev || named.Ino != st.Ino:

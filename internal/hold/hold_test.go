@@ -646,3 +646,27 @@ func TestTicketNameTakenAway(t *testing.T) {
 		})
 	}
 }
+
+// A lock directory of the holder's own user (NPU_HOLD_DIR, shared by its
+// runner instances) can be renamed by the serve: the next waiter makes the
+// directory anew, finds no holder, and is granted the device.
+func TestTicketDirTakenAway(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "locks")
+	tk, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Release()
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	second, serr := (&Device{Dir: dir, Name: "npu"}).Acquire(ctx)
+	cancel()
+	if serr == nil {
+		second.Release()
+	}
+	if err := tk.Held(); err == nil || !strings.Contains(err.Error(), "is not the directory the ticket npu.h.00000000000000000001 was taken in") {
+		t.Errorf("Held() after its lock directory was renamed = %v, want the ticket lost (second Acquire: %v)", err, serr)
+	}
+}
