@@ -216,6 +216,11 @@ func (e *env) hold(args []string) int {
 	if st.Swept > 0 || st.Survivors > 0 {
 		fmt.Fprintf(e.stderr, "npu-hold: after %s: %d left behind and killed, %d survived\n", cmd[0], st.Swept, st.Survivors)
 	}
+	// The command runs as this user, and can take the ticket away (its
+	// holding file's name); whoever relies on the hold is told.
+	if err := t.Held(); err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold: warning: %s was not held to the end: %v\n", c.device, err)
+	}
 	if code := p.ExitCode(); code >= 0 {
 		return code
 	}

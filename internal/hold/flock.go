@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -71,11 +72,36 @@ func flockWait(ctx context.Context, f *os.File, how int) error {
 // process that took the lock, it must be this one: a lock dropped and taken
 // again by someone else is not this holder's. A lock that cannot be checked
 // is an error too: nothing then says the device was held to the end.
+//
+// A lock that stands holds nothing when its file lost its name: waiters
+// find holders by name, so a process of the holder's user (the serve) that
+// removes or renames the holding file frees the device for the next waiter
+// while the lock stands. So the file must still be under its name, with
+// one link, and unchanged since it was published: its change time, which
+// no one can set back, moves with every rename, link and removal, so a
+// name taken away and put back is seen too.
 func (t *Ticket) Held() error {
 	fd := int(t.file.Fd())
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("the lock of ticket %s cannot be checked: %v", t.name, err)
+	}
+	// Waiters find the directory by its path: one renamed away (a lock
+	// directory of this user's own, or under a directory of its) is made
+	// anew by the next waiter, with no holder in it.
+	var dirNow, dirThen unix.Stat_t
+	if err := unix.Fstat(t.dir.fd, &dirThen); err != nil {
+		return fmt.Errorf("the lock of ticket %s cannot be checked: %v", t.name, err)
+	}
+	if err := unix.Stat(t.dir.path, &dirNow); err != nil || dirNow.Dev != dirThen.Dev || dirNow.Ino != dirThen.Ino {
+		return fmt.Errorf("the lock directory %s is not the directory the ticket %s was taken in any more (it was renamed or removed while held, by a process of its owner's): waiters saw no holder, and the device was free to anyone", t.dir.path, t.name)
+	}
+	var named unix.Stat_t
+	switch err := unix.Fstatat(t.dir.fd, t.name, &named, unix.AT_SYMLINK_NOFOLLOW); {
+	case err != nil || named.Dev != st.Dev || named.Ino != st.Ino:
+		return fmt.Errorf("the ticket %s is not under its name in the lock directory any more (removed or renamed while held, by a process of its user): waiters saw no holder, and the device was free to anyone", t.name)
+	case st.Nlink != 1 || st.Ctim != t.ctime:
+		return fmt.Errorf("the ticket %s was renamed, linked or removed in the lock directory while held (by a process of its user; its file changed at %s): waiters may have seen no holder, and the device was free to anyone", t.name, time.Unix(st.Ctim.Unix()).UTC().Format("15:04:05.000"))
 	}
 	nfd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {

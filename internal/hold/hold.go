@@ -264,7 +264,8 @@ type Ticket struct {
 	dir     *lockDir
 	file    *os.File // the holding file, flocked
 	name    string
-	token   *tokenFile // nil when none was written
+	ctime   unix.Timespec // the holding file's change time once published
+	token   *tokenFile    // nil when none was written
 	Facts   Facts
 	Devices []Member // the devices held, in the pool's order
 }
@@ -376,6 +377,14 @@ func (d *Device) Acquire(ctx context.Context) (*Ticket, error) {
 		dir.close()
 		return nil, err
 	}
+	// Nothing changes the holding file after its rename into place but
+	// someone taking its name away (see Held).
+	var st unix.Stat_t
+	if err := unix.Fstat(int(t.file.Fd()), &st); err != nil {
+		t.Release()
+		return nil, fmt.Errorf("the ticket %s cannot be checked: %v", t.name, err)
+	}
+	t.ctime = st.Ctim
 	d.writeToken(t)
 	return t, nil
 }

@@ -589,3 +589,84 @@ func TestTicketReopenByName(t *testing.T) {
 		t.Errorf("reopenByName() of a replaced ticket = %v, want it refused", err)
 	}
 }
+
+// A process of the holder's user (the serve) cannot unlock the holder's
+// description, but it can take the holding file's name away: removed,
+// renamed, or renamed away and back. A waiter then sees no holder and is
+// granted the device while the first still holds it. Held must see each of
+// these, even when the name is back in place at the check.
+func TestTicketNameTakenAway(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		do   func(dir, ticket string) error
+		back func(dir, ticket string) error // once the second run is done
+	}{
+		{"removed", func(dir, tk string) error { return os.Remove(filepath.Join(dir, tk)) }, nil},
+		{"renamed", func(dir, tk string) error { return os.Rename(filepath.Join(dir, tk), filepath.Join(dir, "x")) }, nil},
+		{"renamed and back", func(dir, tk string) error { return os.Rename(filepath.Join(dir, tk), filepath.Join(dir, "x")) },
+			func(dir, tk string) error { return os.Rename(filepath.Join(dir, "x"), filepath.Join(dir, tk)) }},
+		{"linked elsewhere and back", func(dir, tk string) error {
+			if err := os.Link(filepath.Join(dir, tk), filepath.Join(dir, "x")); err != nil {
+				return err
+			}
+			return os.Remove(filepath.Join(dir, tk))
+		}, func(dir, tk string) error {
+			if err := os.Link(filepath.Join(dir, "x"), filepath.Join(dir, tk)); err != nil {
+				return err
+			}
+			return os.Remove(filepath.Join(dir, "x"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tk, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tk.Release()
+			if err := tc.do(dir, tk.name); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			second, err := (&Device{Dir: dir, Name: "npu"}).Acquire(ctx)
+			cancel()
+			if err == nil {
+				// The attack's effect: two holders of one device. The
+				// second run ends before the name is put back.
+				second.Release()
+			}
+			if tc.back != nil {
+				if err := tc.back(dir, tk.name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tk.Held(); err == nil {
+				t.Errorf("Held() after its holding file was %s = nil, want the ticket lost (second Acquire: %v)", tc.name, err)
+			}
+		})
+	}
+}
+
+// A lock directory of the holder's own user (NPU_HOLD_DIR, shared by its
+// runner instances) can be renamed by the serve: the next waiter makes the
+// directory anew, finds no holder, and is granted the device.
+func TestTicketDirTakenAway(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "locks")
+	tk, err := (&Device{Dir: dir, Name: "npu"}).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Release()
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	second, serr := (&Device{Dir: dir, Name: "npu"}).Acquire(ctx)
+	cancel()
+	if serr == nil {
+		second.Release()
+	}
+	if err := tk.Held(); err == nil || !strings.Contains(err.Error(), "is not the directory the ticket npu.h.00000000000000000001 was taken in") {
+		t.Errorf("Held() after its lock directory was renamed = %v, want the ticket lost (second Acquire: %v)", err, serr)
+	}
+}
