@@ -319,6 +319,9 @@ func (p *Process) stop(grace, within time.Duration) Stopped {
 	tree := Descendants(p.super)
 	// A supervisor that is gone already cannot read it: its end of file is
 	// on its way.
+	// The serve runs as the supervisor's user and may have stopped it
+	// (SIGSTOP); stopped, it could not read the request.
+	unix.Kill(p.super, unix.SIGCONT)
 	p.ctl.WriteString(supervise.StopRequest(grace))
 	bound := time.NewTimer(grace + within)
 	defer bound.Stop()
