@@ -19,6 +19,14 @@ var hostileServes = []struct{ name, script string }{
 	{"stops its supervisor", `kill -STOP $PPID && : > "$dir/did"`},
 }
 
+// anyServes are hostile with or without a cgroup.
+var anyServes = []struct{ name, script string }{
+	{"stops its supervisor again and again", `setsid -f sh -c 'while kill -STOP $0; do sleep 0.005; done' $PPID && : > "$dir/did"`},
+	{"kills its supervisor", `setsid -f sh -c 'while [ ! -e "$1/out/reply_2.json" ]; do sleep 0.01; done; kill -KILL $0' $PPID "$dir" && : > "$dir/did"`},
+	{"forks faster than the sweep", `setsid -f sh -c 'while :; do sleep 600 & done' && : > "$dir/did"`},
+	{"ignores TERM, a child with no descriptors", `trap '' TERM; setsid -f sh -c 'exec sleep 600 0<&- 1>&- 2>&-' && : > "$dir/did"`},
+}
+
 const hostilePrefix = `# PORT GATE DIR FAKELLM-ARGS...
 port=$1 gate=$2 dir=$3
 shift 3
@@ -37,7 +45,7 @@ exec "$gate" fakellm --port "$port" "$@"
 func TestRootHostileDelegated(t *testing.T) {
 	needRoot(t)
 	needUnified(t)
-	for _, h := range hostileServes {
+	for _, h := range append(hostileServes, anyServes...) {
 		t.Run(h.name, func(t *testing.T) {
 			s := newSite(t)
 			cg := delegate(t)
@@ -53,6 +61,26 @@ func TestRootHostileDelegated(t *testing.T) {
 			}
 			w := want{contain: "cgroup2", cgroup: filepath.Join(unified, cg, "npu-serve-smoke-")}
 			s.checkPass(t, r, o, w)
+		})
+	}
+}
+
+// TestRootHostileNoCgroup: the ordinary runner, no cgroup of its own, and a
+// serve that turns on its supervisor or outpaces the sweep.
+func TestRootHostileNoCgroup(t *testing.T) {
+	needRoot(t)
+	for _, h := range anyServes {
+		t.Run(h.name, func(t *testing.T) {
+			s := newSite(t)
+			r := s.runner()
+			if err := os.WriteFile(filepath.Join(s.work, "serve.sh"), []byte(hostilePrefix+h.script+hostileSuffix), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := s.runGate(t, r, "out")
+			if _, err := os.Stat(filepath.Join(s.work, "did")); err != nil {
+				t.Fatalf("the serve's trick did not work (%v); the gate said:\n%s", err, o.stderr)
+			}
+			s.checkPass(t, r, o, want{contain: "descendants", why: []string{"cgroup2: ", "freezer: "}})
 		})
 	}
 }

@@ -317,32 +317,47 @@ func (p *Process) stop(grace, within time.Duration) Stopped {
 	st := Stopped{Contain: p.contain.Contain}
 	// Who to look for afterwards: the tree as it is now.
 	tree := Descendants(p.super)
-	// A supervisor that is gone already cannot read it: its end of file is
-	// on its way.
 	// The serve runs as the supervisor's user and may have stopped it
 	// (SIGSTOP); stopped, it could not read the request.
 	unix.Kill(p.super, unix.SIGCONT)
+	// A supervisor that is gone already cannot read it: its end of file is
+	// on its way.
 	p.ctl.WriteString(supervise.StopRequest(grace))
 	bound := time.NewTimer(grace + within)
 	defer bound.Stop()
-	select {
-	case r := <-p.report:
-		st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
+	// A supervisor stopped again as soon as it is continued would never
+	// stop the serve: killed, it is a supervisor that died, and the gate
+	// sweeps what it left.
+	look := time.NewTicker(50 * time.Millisecond)
+	defer look.Stop()
+wait:
+	for {
 		select {
-		case <-p.gone:
-		case <-bound.C:
-		}
-	case <-p.ended:
-		select {
+		case <-look.C:
+			if pr, ok := Stat(p.super); ok && pr.State == 'T' {
+				unix.Kill(p.super, unix.SIGKILL)
+			}
 		case r := <-p.report:
 			st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
-		default:
-			// The supervisor died before it could report: kill what it
-			// left, and what came back to the gate, the subreaper, when
-			// it died.
-			st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup, p.since))
+			select {
+			case <-p.gone:
+			case <-bound.C:
+			}
+			break wait
+		case <-p.ended:
+			select {
+			case r := <-p.report:
+				st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
+			default:
+				// The supervisor died before it could report: kill what
+				// it left, and what came back to the gate, the subreaper,
+				// when it died.
+				st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup, p.since))
+			}
+			break wait
+		case <-bound.C:
+			break wait
 		}
-	case <-bound.C:
 	}
 	p.ctl.Close()
 	st.StopMS = float64(time.Since(start)) / float64(time.Millisecond)
