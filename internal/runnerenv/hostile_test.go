@@ -21,7 +21,6 @@ var hostileServes = []struct{ name, script string }{
 
 // anyServes are hostile with or without a cgroup.
 var anyServes = []struct{ name, script string }{
-	{"stops its supervisor again and again", `setsid -f sh -c 'while kill -STOP $0; do sleep 0.005; done' $PPID && : > "$dir/did"`},
 	{"kills its supervisor", `setsid -f sh -c 'while [ ! -e "$1/out/reply_2.json" ]; do sleep 0.01; done; kill -KILL $0' $PPID "$dir" && : > "$dir/did"`},
 	{"forks faster than the sweep", `setsid -f sh -c 'while :; do sleep 600 & done' && : > "$dir/did"`},
 	{"ignores TERM, a child with no descriptors", `trap '' TERM; setsid -f sh -c 'exec sleep 600 0<&- 1>&- 2>&-' && : > "$dir/did"`},

@@ -325,18 +325,9 @@ func (p *Process) stop(grace, within time.Duration) Stopped {
 	p.ctl.WriteString(supervise.StopRequest(grace))
 	bound := time.NewTimer(grace + within)
 	defer bound.Stop()
-	// A supervisor stopped again as soon as it is continued would never
-	// stop the serve: killed, it is a supervisor that died, and the gate
-	// sweeps what it left.
-	look := time.NewTicker(50 * time.Millisecond)
-	defer look.Stop()
 wait:
 	for {
 		select {
-		case <-look.C:
-			if pr, ok := Stat(p.super); ok && pr.State == 'T' {
-				unix.Kill(p.super, unix.SIGKILL)
-			}
 		case r := <-p.report:
 			st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
 			select {
@@ -351,8 +342,14 @@ wait:
 			default:
 				// The supervisor died before it could report: kill what
 				// it left, and what came back to the gate, the subreaper,
-				// when it died.
-				st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup, p.since))
+				// when it died. It has the rest of the stop's bound, and two
+				// seconds at least: a runaway that forks as fast as the
+				// sweep reads /proc takes rounds to catch.
+				until := start.Add(grace + within)
+				if least := time.Now().Add(2 * time.Second); until.Before(least) {
+					until = least
+				}
+				st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup, p.since, until))
 			}
 			break wait
 		case <-bound.C:
@@ -414,13 +411,14 @@ func (p *Process) survivors(tree []Proc) []Proc {
 
 // sweep kills what a supervisor that died left of the serve: its process
 // group and session, its cgroup, and what was in its tree, until none of
-// them is left or two seconds have passed. Orphans come back to the gate, a
+// them is left or until has passed. Orphans come back to the gate, a
 // subreaper (BecomeSubreaper): it reaps them. It returns the processes it
 // killed.
-func sweep(pgid int, tree []Proc, cgroup string, since uint64) map[int]bool {
+func sweep(pgid int, tree []Proc, cgroup string, since uint64, until time.Time) map[int]bool {
 	self := os.Getpid()
 	killed := map[int]bool{}
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	quiet := 0
+	for ; time.Now().Before(until); time.Sleep(10 * time.Millisecond) {
 		inCgroup := map[int]bool{}
 		for _, pid := range cgroupPIDs(cgroup) {
 			inCgroup[pid] = true
@@ -442,9 +440,16 @@ func sweep(pgid int, tree []Proc, cgroup string, since uint64) map[int]bool {
 				alive = append(alive, pr)
 			}
 		}
+		// A runaway in the middle of its fork can be missed by one
+		// reading of /proc (the parent gone, the child not yet listed):
+		// none seen three rounds running is none left.
 		if len(alive) == 0 {
-			break
+			if quiet++; quiet == 3 {
+				break
+			}
+			continue
 		}
+		quiet = 0
 		for _, pr := range alive {
 			killed[pr.PID] = true
 			unix.Kill(pr.PID, unix.SIGKILL)
