@@ -98,6 +98,8 @@ func Doctor(root, lockDir string, memlock uint64) []Check {
 		add("FAIL", "lock directory %s: %v", lockDir, err)
 	case !fi.IsDir():
 		add("FAIL", "lock directory %s is not a directory", lockDir)
+	case ownedByOther(fi) && outsideNS(fi.Sys().(*syscall.Stat_t).Uid, procText("/proc/self/uid_map"), procText("/proc/sys/kernel/overflowuid")):
+		add("FAIL", "lock directory %s belongs to uid %d, which in this user namespace is how every user outside it shows (root or anyone), so it is refused; run the runner without a user namespace of its own (in Kubernetes, hostUsers left true), or run the gate with hold: none in a pod whose device the device plugin gives it alone (docs/runner.md)", lockDir, fi.Sys().(*syscall.Stat_t).Uid)
 	case ownedByOther(fi):
 		add("FAIL", "lock directory %s belongs to %s, so every other user refuses it; remove it and create it owned by root for every boot with the systemd-tmpfiles line 'd %s 1777 root root -' (docs/runner.md)", lockDir, owner(fi.Sys().(*syscall.Stat_t).Uid), lockDir)
 	case fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSticky == 0:

@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,6 +85,9 @@ func (d *lockDir) check() error {
 		return err
 	}
 	me := uint32(os.Geteuid())
+	if st.Uid != 0 && st.Uid != me && outsideNS(st.Uid, procText("/proc/self/uid_map"), procText("/proc/sys/kernel/overflowuid")) {
+		return fmt.Errorf("the lock directory %s belongs to uid %d, which in this user namespace is how every user outside it shows (root or anyone), so npu-hold cannot tell whose it is; run the runner without a user namespace of its own (in Kubernetes, hostUsers left true), or, in a pod whose device the device plugin gives it alone, run the gate with hold: none (docs/runner.md)", d.path, st.Uid)
+	}
 	if st.Uid != 0 && st.Uid != me {
 		return fmt.Errorf("the lock directory %s belongs to %s, who could remove or replace anyone's ticket in it; remove it (as root or as its owner) and create it owned by root for every boot with the systemd-tmpfiles line '%s'", d.path, owner(st.Uid), tmpfilesLine(d.path))
 	}
@@ -108,6 +112,27 @@ func (d *lockDir) check() error {
 		return fmt.Errorf("the lock directory %s is %s, so no ticket can be made in it; chmod 1777 %s as root, or %s", d.path, what, d.path, dirFix(d.path))
 	}
 	return nil
+}
+
+// outsideNS tells whether a file owned by uid may belong to a user outside
+// this user namespace: in one (uidMap, /proc/self/uid_map, is not the
+// identity "0 0 4294967295"), every owner it does not map shows as the
+// overflow uid (/proc/sys/kernel/overflowuid).
+func outsideNS(uid uint32, uidMap, overflow string) bool {
+	f := strings.Fields(uidMap)
+	if len(f) == 0 || len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295" {
+		return false
+	}
+	o, err := strconv.ParseUint(strings.TrimSpace(overflow), 10, 32)
+	if err != nil {
+		o = 65534
+	}
+	return uint64(uid) == o
+}
+
+func procText(name string) string {
+	b, _ := os.ReadFile(name)
+	return string(b)
 }
 
 func (d *lockDir) close() { unix.Close(d.fd) }

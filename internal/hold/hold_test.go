@@ -670,3 +670,26 @@ func TestTicketDirTakenAway(t *testing.T) {
 		t.Errorf("Held() after its lock directory was renamed = %v, want the ticket lost (second Acquire: %v)", err, serr)
 	}
 }
+
+// TestOutsideNS: in a user namespace, a file whose owner it does not map
+// shows as the overflow uid, root's as anyone's.
+func TestOutsideNS(t *testing.T) {
+	for _, c := range []struct {
+		uid              uint32
+		uidMap, overflow string
+		want             bool
+	}{
+		{65534, "         0          0 4294967295\n", "65534\n", false}, // no user namespace
+		{65534, "      1000      65534          1\n", "65534\n", true},  // a runner's own namespace
+		{1000, "      1000      65534          1\n", "65534\n", false},
+		{65534, "         0     100000      65536\n", "65534\n", true}, // a pod's (hostUsers: false)
+		{65533, "         0     100000      65536\n", "65533\n", true},
+		{65534, "         0     100000      65536\n", "65533\n", false},
+		{65534, "         0     100000      65536\n", "", true}, // the kernel's default
+		{65534, "", "65534\n", false},                           // no /proc: nothing said
+	} {
+		if got := outsideNS(c.uid, c.uidMap, c.overflow); got != c.want {
+			t.Errorf("outsideNS(%d, %q, %q) = %v, want %v", c.uid, c.uidMap, c.overflow, got, c.want)
+		}
+	}
+}

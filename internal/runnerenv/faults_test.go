@@ -107,6 +107,23 @@ func TestRootLockDir(t *testing.T) {
 			t.Errorf("npu-hold doctor with another user's lock directory = %d, want 1 and a FAIL naming its owner:\n%s", code, stdout)
 		}
 	})
+	t.Run("root's, from a user namespace", func(t *testing.T) {
+		// A rootless container or a pod with hostUsers: false: root's
+		// directory shows as the overflow uid, as anyone's would.
+		_, npuHold := binaries(t)
+		r := s.runner()
+		if code, _, stderr := run(t, r.command("unshare", "--user", "--map-user=1000", "true")); code != 0 {
+			t.Skipf("the kernel refused a user namespace to uid %d: unshare --user --map-user=1000: %s", runnerUID, stderr)
+		}
+		code, _, stderr := run(t, r.command("unshare", "--user", "--map-user=1000", npuHold, "--wait", "5s", "--", "true"))
+		if code != 1 || !strings.Contains(stderr, "is how every user outside it shows (root or anyone)") || !strings.Contains(stderr, "hostUsers") {
+			t.Errorf("npu-hold in a user namespace with root's lock directory = %d, want 1 and the namespace named as the cause; it said:\n%s", code, stderr)
+		}
+		code, stdout, _ := run(t, r.command("unshare", "--user", "--map-user=1000", npuHold, "doctor"))
+		if code != 1 || !strings.Contains(stdout, "FAIL  lock directory "+s.lock+" belongs to uid 65534, which in this user namespace is how every user outside it shows") {
+			t.Errorf("npu-hold doctor in a user namespace with root's lock directory = %d, want 1 and a FAIL naming the namespace:\n%s", code, stdout)
+		}
+	})
 	t.Run("not writable", func(t *testing.T) {
 		ro := dir(t, 0, 0o755)
 		s.cannotHold(t, s.runner().with("NPU_HOLD_DIR", ro),

@@ -351,10 +351,16 @@ wait:
 			case r := <-p.report:
 				st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
 			default:
-				// The supervisor died before it could report: kill what it
-				// left, and what came back to the gate, the subreaper, when
-				// it died.
-				st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup, p.since))
+				// The supervisor died before it could report: kill what
+				// it left, and what came back to the gate, the subreaper,
+				// when it died. It has the rest of the stop's bound, and two
+				// seconds at least: a runaway that forks as fast as the
+				// sweep reads /proc takes rounds to catch.
+				until := start.Add(grace + within)
+				if least := time.Now().Add(2 * time.Second); until.Before(least) {
+					until = least
+				}
+				st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup, p.since, until))
 			}
 			break wait
 		case <-look.C:
@@ -448,13 +454,14 @@ func (p *Process) survivors(tree []Proc) []Proc {
 
 // sweep kills what a supervisor that died left of the serve: its process
 // group and session, its cgroup, and what was in its tree, until none of
-// them is left or two seconds have passed. Orphans come back to the gate, a
+// them is left or until has passed. Orphans come back to the gate, a
 // subreaper (BecomeSubreaper): it reaps them. It returns the processes it
 // killed.
-func sweep(pgid int, tree []Proc, cgroup string, since uint64) map[int]bool {
+func sweep(pgid int, tree []Proc, cgroup string, since uint64, until time.Time) map[int]bool {
 	self := os.Getpid()
 	killed := map[int]bool{}
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	quiet := 0
+	for ; time.Now().Before(until); time.Sleep(10 * time.Millisecond) {
 		inCgroup := map[int]bool{}
 		for _, pid := range cgroupPIDs(cgroup) {
 			inCgroup[pid] = true
@@ -476,9 +483,16 @@ func sweep(pgid int, tree []Proc, cgroup string, since uint64) map[int]bool {
 				alive = append(alive, pr)
 			}
 		}
+		// A runaway in the middle of its fork can be missed by one
+		// reading of /proc (the parent gone, the child not yet listed):
+		// none seen three rounds running is none left.
 		if len(alive) == 0 {
-			break
+			if quiet++; quiet == 3 {
+				break
+			}
+			continue
 		}
+		quiet = 0
 		for _, pr := range alive {
 			killed[pr.PID] = true
 			unix.Kill(pr.PID, unix.SIGKILL)

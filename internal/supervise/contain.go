@@ -209,6 +209,9 @@ func (c *cgroup) start(fork func() (int, error)) (int, error) {
 // kill freezes the cgroup, so that no member can fork while they are
 // counted, then kills them all.
 func (c *cgroup) kill(seen map[key]bool) {
+	// The serve's user owns the cgroup and may have moved the supervisor
+	// into it: out first, or the freeze would stop the supervisor too.
+	c.leave()
 	if c.kind == "cgroup2" {
 		writeFile(filepath.Join(c.dir, "cgroup.freeze"), "1")
 		c.waitFrozen(func() bool { return eventsSay(filepath.Join(c.dir, "cgroup.events"), "frozen 1") })
@@ -267,12 +270,25 @@ func (c *cgroup) members() int {
 func (c *cgroup) close() error {
 	var err error
 	for range 100 {
-		if err = syscall.Rmdir(c.dir); err == nil || errors.Is(err, syscall.ENOENT) {
+		if err = rmdirAll(c.dir); err == nil || errors.Is(err, syscall.ENOENT) {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("removing %s: %w", c.dir, err)
+}
+
+// rmdirAll removes a cgroup and the cgroups the serve made below it (the
+// serve's user owns its cgroup and may make them), deepest first. A cgroup
+// holds no files to remove: rmdir alone removes it once it is empty.
+func rmdirAll(dir string) error {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() {
+			rmdirAll(filepath.Join(dir, e.Name()))
+		}
+	}
+	return syscall.Rmdir(dir)
 }
 
 // removeStale removes the empty cgroups of supervisors that are gone
@@ -287,7 +303,7 @@ func removeStale(parent string) {
 			continue
 		}
 		if _, alive := stat(pid); !alive {
-			syscall.Rmdir(filepath.Join(parent, e.Name()))
+			rmdirAll(filepath.Join(parent, e.Name()))
 		}
 	}
 }

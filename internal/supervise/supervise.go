@@ -193,6 +193,9 @@ func (s *supervisor) start(argv []string, foreground bool) (time.Time, error) {
 // the supervisor. ECHILD means none is left, and none can come: every
 // process the serve started is gone.
 func (s *supervisor) reap() {
+	// Once reaped, the serve's pid can be a later orphan's (a runaway
+	// that forks through the pids): only the first is the serve.
+	reaped := false
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -203,7 +206,8 @@ func (s *supervisor) reap() {
 			close(s.empty)
 			return
 		}
-		if pid == s.serve {
+		if pid == s.serve && !reaped {
+			reaped = true
 			s.mu.Lock()
 			s.exit = ws
 			exit := NewExit(ws, s.stop)
