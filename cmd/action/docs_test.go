@@ -47,39 +47,23 @@ func checkCommand(args []string) error {
 // that no longer exists, or a llama-server serve line its preset cannot
 // judge fails here.
 func TestDocCommands(t *testing.T) {
-	pages, err := docs.Pages("../..")
-	if err != nil {
-		t.Fatal(err)
+	cmds, errs := docs.ShellCommands("../..")
+	for _, err := range errs {
+		t.Error(err)
 	}
 	n := 0
-	for _, p := range pages {
-		blocks, err := docs.Read(p)
-		if err != nil {
-			t.Fatal(err)
+	for _, c := range cmds {
+		args, ok := docs.Gate(c.Words)
+		if !ok {
+			continue
 		}
-		for _, b := range blocks {
-			if b.Info != docs.Shell {
-				continue
-			}
-			cmds, err := docs.Commands(b)
-			if err != nil {
-				t.Error(err)
-				continue
-			}
-			for _, c := range cmds {
-				args, ok := docs.Gate(c.Words)
-				if !ok {
-					continue
-				}
-				n++
-				if len(args) == 0 {
-					t.Errorf("%s: no subcommand", c)
-					continue
-				}
-				if err := checkCommand(args); err != nil {
-					t.Errorf("%s: %v", c, err)
-				}
-			}
+		n++
+		if len(args) == 0 {
+			t.Errorf("%s: no subcommand", c)
+			continue
+		}
+		if err := checkCommand(args); err != nil {
+			t.Errorf("%s: %v", c, err)
 		}
 	}
 	t.Logf("%d npu-serve-smoke commands read", n)

@@ -24,35 +24,19 @@ func checkCommand(args []string) error {
 // TestDocCommands reads every npu-hold command in README.md and docs/*.md
 // with the real flag sets: a removed or renamed flag fails here.
 func TestDocCommands(t *testing.T) {
-	pages, err := docs.Pages("../..")
-	if err != nil {
-		t.Fatal(err)
+	cmds, errs := docs.ShellCommands("../..")
+	for _, err := range errs {
+		t.Error(err)
 	}
 	n := 0
-	for _, p := range pages {
-		blocks, err := docs.Read(p)
-		if err != nil {
-			t.Fatal(err)
+	for _, c := range cmds {
+		args, ok := docs.Hold(c.Words)
+		if !ok {
+			continue
 		}
-		for _, b := range blocks {
-			if b.Info != docs.Shell {
-				continue
-			}
-			cmds, err := docs.Commands(b)
-			if err != nil {
-				t.Error(err)
-				continue
-			}
-			for _, c := range cmds {
-				args, ok := docs.Hold(c.Words)
-				if !ok {
-					continue
-				}
-				n++
-				if err := checkCommand(args); err != nil {
-					t.Errorf("%s: %v", c, err)
-				}
-			}
+		n++
+		if err := checkCommand(args); err != nil {
+			t.Errorf("%s: %v", c, err)
 		}
 	}
 	t.Logf("%d npu-hold commands read", n)

@@ -106,6 +106,35 @@ func leadingTicks(s string) int {
 	return len(s) - len(strings.TrimLeft(s, "`"))
 }
 
+// ShellCommands is every command of the sh blocks of the pages under root
+// (README.md and docs/*.md); a block whose commands cannot be read is an
+// error of its own in errs, and the rest are still read.
+func ShellCommands(root string) (cmds []Command, errs []error) {
+	pages, err := Pages(root)
+	if err != nil {
+		return nil, []error{err}
+	}
+	for _, p := range pages {
+		blocks, err := Read(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, b := range blocks {
+			if b.Info != Shell {
+				continue
+			}
+			cs, err := Commands(b)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			cmds = append(cmds, cs...)
+		}
+	}
+	return cmds, errs
+}
+
 // Command is one simple command of a shell block: its words, quotes
 // removed, with no operator (&&, ||, ;, |, parentheses) and no comment.
 type Command struct {
