@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 // Proc is a process as /proc shows it.
@@ -24,13 +26,8 @@ func (p Proc) String() string { return fmt.Sprintf("pid %d (%s)", p.PID, p.Comma
 
 // List is every process /proc shows.
 func List() []Proc {
-	ents, _ := os.ReadDir("/proc")
 	var out []Proc
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range supervise.PIDs() {
 		if p, ok := Stat(pid); ok {
 			out = append(out, p)
 		}

@@ -261,12 +261,7 @@ func (s *supervisor) killAll(seen map[key]bool) int {
 	for round := 1; ; round++ {
 		before := len(seen)
 		s.c.kill(seen)
-		for _, p := range descendants(s.self) {
-			if !p.dying() {
-				seen[p.key()] = true
-			}
-			unix.Kill(p.pid, unix.SIGKILL)
-		}
+		killBelow(s.self, seen)
 		select {
 		case <-s.empty:
 			if s.c.members() == 0 {

@@ -3,6 +3,7 @@ package supervise
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,18 +28,35 @@ func (p proc) key() key { return key{p.pid, p.start} }
 
 // table is every process /proc shows now.
 func table() []proc {
-	ents, _ := os.ReadDir("/proc")
-	out := make([]proc, 0, len(ents))
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	pids := PIDs()
+	out := make([]proc, 0, len(pids))
+	for _, pid := range pids {
 		if p, ok := stat(pid); ok {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// PIDs is every pid /proc lists, newest first: a process that forks and
+// exits without end (a runaway) is read just after the listing, while it
+// still lives, not at the end of a walk it outran. (os.ReadDir would give
+// them in the order of their names, oldest first for pids of one length.)
+func PIDs() []int {
+	f, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	pids := make([]int, 0, len(names))
+	for _, n := range names {
+		if pid, err := strconv.Atoi(n); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	slices.SortFunc(pids, func(a, b int) int { return b - a })
+	return pids
 }
 
 // stat reads one process's /proc/PID/stat.
@@ -95,7 +113,11 @@ func (p proc) dying() bool {
 // shows them now. Zombies are left out: they are dead, waiting to be
 // reaped.
 func descendants(pid int) []proc {
-	all := table()
+	return below(pid, table())
+}
+
+// below is every live process of all below pid (pid not included).
+func below(pid int, all []proc) []proc {
 	children := map[int][]proc{}
 	for _, p := range all {
 		children[p.ppid] = append(children[p.ppid], p)
@@ -109,4 +131,36 @@ func descendants(pid int) []proc {
 		}
 	}
 	return out
+}
+
+// killBelow sends KILL to every live process below pid, adding each that
+// was not dying already to seen. A child of pid (where every orphan of the
+// tree comes back: the supervisor is a subreaper) is killed the moment it
+// is read, newest first: a runaway that forks and exits every few
+// milliseconds is hit while it lives, not after a walk of /proc that it
+// outran (a walk of a thousand entries on a loaded machine takes longer
+// than one of its generations).
+func killBelow(pid int, seen map[key]bool) {
+	pids := PIDs()
+	all := make([]proc, 0, len(pids))
+	kill := func(p proc) {
+		if !p.dying() {
+			seen[p.key()] = true
+		}
+		unix.Kill(p.pid, unix.SIGKILL)
+	}
+	for _, n := range pids {
+		p, ok := stat(n)
+		if !ok {
+			continue
+		}
+		if p.ppid == pid && p.state != 'Z' {
+			kill(p)
+			p.state = 'Z' // killed: below need not kill it again
+		}
+		all = append(all, p)
+	}
+	for _, p := range below(pid, all) {
+		kill(p)
+	}
 }
