@@ -26,18 +26,6 @@ type key struct {
 
 func (p proc) key() key { return key{p.pid, p.start} }
 
-// table is every process /proc shows now.
-func table() []proc {
-	pids := PIDs()
-	out := make([]proc, 0, len(pids))
-	for _, pid := range pids {
-		if p, ok := stat(pid); ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // PIDs is every pid /proc lists, newest first: a process that forks and
 // exits without end (a runaway) is read just after the listing, while it
 // still lives, not at the end of a walk it outran. (os.ReadDir would give
@@ -107,13 +95,6 @@ func (p proc) dying() bool {
 		}
 	}
 	return false
-}
-
-// descendants is every live process below pid (pid not included), as /proc
-// shows them now. Zombies are left out: they are dead, waiting to be
-// reaped.
-func descendants(pid int) []proc {
-	return below(pid, table())
 }
 
 // below is every live process of all below pid (pid not included).
