@@ -288,18 +288,28 @@ type want struct {
 	contain string   // the mechanism named
 	why     []string // in serve.contain_why, each
 	cgroup  string   // serve.cgroup's prefix; "" for none
+	// stopped: the serve stopped its supervisor, so the run fails on the
+	// release assertion alone (and everything else holds as for a pass).
+	stopped bool
 }
 
 // checkPass checks a run's verdict, mechanism, reasons and survivors, that
 // nothing of it is left in /proc, and that the ticket is free.
 func (s site) checkPass(t testing.TB, r runner, o outcome, w want) {
 	t.Helper()
-	if o.code != 0 || o.res == nil || o.res.Verdict != report.Pass {
-		verdict := "no result.json"
+	code, verdict := 0, report.Pass
+	if w.stopped {
+		code, verdict = 1, report.Fail
+	}
+	if o.code != code || o.res == nil || o.res.Verdict != verdict {
+		got := "no result.json"
 		if o.res != nil {
-			verdict = o.res.Verdict + " " + o.res.NoReplies
+			got = o.res.Verdict + " " + o.res.NoReplies
 		}
-		t.Fatalf("the gate exited %d (%s), want 0 and PASS; it said:\n%s", o.code, verdict, o.stderr)
+		t.Fatalf("the gate exited %d (%s), want %d and %s; it said:\n%s", o.code, got, code, verdict, o.stderr)
+	}
+	if w.stopped != (o.res.Serve.SupervisorStopped > 0) || w.stopped && !strings.Contains(o.stderr, "release      FAIL  the serve's supervisor was found stopped") {
+		t.Errorf("serve.supervisor_stopped = %d, want it counted (and the release assertion failed) only when the serve stopped its supervisor (%v); it said:\n%s", o.res.Serve.SupervisorStopped, w.stopped, o.stderr)
 	}
 	sf := o.res.Serve
 	t.Logf("held by %s %s; not used: %s; stop %.0f ms, %d swept, %d survivors", sf.Contain, sf.Cgroup, sf.ContainWhy, sf.StopMS, sf.Swept, sf.Survivors)

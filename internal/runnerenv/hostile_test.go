@@ -40,7 +40,8 @@ exec "$gate" fakellm --port "$port" "$@"
 
 // TestRootHostileDelegated: a runner with a delegated cgroup v2 whose serve
 // uses the delegation against the gate; each run still passes with
-// nothing left, and the delegated cgroup is left as it was.
+// nothing left (one that stopped its supervisor fails on the release
+// assertion alone), and the delegated cgroup is left as it was.
 func TestRootHostileDelegated(t *testing.T) {
 	needRoot(t)
 	needUnified(t)
@@ -58,7 +59,7 @@ func TestRootHostileDelegated(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(s.work, "did")); err != nil {
 				t.Fatalf("the serve's trick did not work (%v); the gate said:\n%s", err, o.stderr)
 			}
-			w := want{contain: "cgroup2", cgroup: filepath.Join(unified, cg, "npu-serve-smoke-")}
+			w := want{contain: "cgroup2", cgroup: filepath.Join(unified, cg, "npu-serve-smoke-"), stopped: h.name == "stops its supervisor"}
 			s.checkPass(t, r, o, w)
 		})
 	}
