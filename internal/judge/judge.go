@@ -24,7 +24,8 @@ const (
 	Rate       = "rate"
 	FirstToken = "first-token"
 	Content    = "content"
-	Regression = "baseline" // only with a baseline
+	Regression = "baseline"  // only with a baseline
+	Agreement  = "agreement" // only with a reference
 )
 
 // Rate sources.
@@ -65,6 +66,13 @@ type Baseline struct {
 	FirstTokenMS float64 `json:"first_token_ms"` // median first token, ms
 }
 
+// Reference is a trusted route's replies to the same prompts (the CPU build,
+// the per-op forward, the last release), to compare this run's with.
+type Reference struct {
+	File    string          `json:"file"` // where it came from: a path, or the run of github:PATTERN
+	Replies []measure.Reply `json:"-"`
+}
+
 // Input is everything the judge looks at.
 type Input struct {
 	Route   Evidence
@@ -74,6 +82,9 @@ type Input struct {
 	// for the report when Replies is empty.
 	NoReplies string
 	Baseline  *Baseline // adds the baseline assertion when set
+	// Reference adds the agreement assertion when set: a trusted route's
+	// replies to the same prompts.
+	Reference *Reference
 	// Release is how the device was given back: the release assertion is
 	// added, failed, when it was not given back clean.
 	Release Release

@@ -49,6 +49,17 @@ type Reply struct {
 
 	Server *ServerTimings `json:"server,omitempty"`
 
+	// Seed is the seed the request asked for, so a greedy reply can be
+	// asked again and compared; TopLogprobs is the top_logprobs asked for
+	// (0: no logprobs were asked for).
+	Seed        *int64 `json:"seed,omitempty"`
+	TopLogprobs int    `json:"top_logprobs,omitempty"`
+	// Logprobs is what became of asking for them (LogprobsSent, ...; ""
+	// when not asked), and Generated the tokens with their logprobs, in
+	// order, when the serve sent them.
+	Logprobs  string  `json:"logprobs,omitempty"`
+	Generated []Token `json:"generated,omitempty"`
+
 	// Retried is the error of a first attempt that failed before any byte
 	// of its answer came; the reply is the second attempt's, on a new
 	// connection.
