@@ -29,6 +29,10 @@ type Reply struct {
 	Agree  int    `json:"agree"`  // units equal before the first divergence
 	Of     int    `json:"of"`     // units of the longer of the two replies
 	Shared int    `json:"shared"` // positions with logprobs on both sides, compared
+	// K is the top-K the lists were compared on: the smaller of the two
+	// sides' (MaxK at most). KNote says so when the sides differ.
+	K     int    `json:"k,omitempty"`
+	KNote string `json:"k_note,omitempty"`
 	// KL is the mean distance over the shared positions, MaxKL the largest;
 	// Top1 the fraction of them where the two routes' most likely tokens
 	// are the same. Only with logprobs on both sides.
@@ -36,7 +40,8 @@ type Reply struct {
 	MaxKL *float64 `json:"max_kl,omitempty"`
 	Top1  *float64 `json:"top1,omitempty"`
 	// Diverged is the first divergence, nil when the replies agree to the
-	// end of the shorter.
+	// end of both; when one ends before the other, it is where it ended
+	// (Divergence.Ended).
 	Diverged *Divergence `json:"diverged,omitempty"`
 	OK       bool        `json:"ok"`
 	Why      string      `json:"why,omitempty"` // why not, when not OK
@@ -52,4 +57,35 @@ type Divergence struct {
 	RunInRef *float64 `json:"run_in_ref,omitempty"`
 	Gap      *float64 `json:"gap,omitempty"` // the reference's top-two gap there, nats
 	Tie      bool     `json:"tie"`           // at a near-tie (Bounds.TieMargin)
+	// Ended is the side whose reply ended here while the other's went on
+	// (EndedRun, EndedReference); that side's token is empty.
+	Ended string `json:"ended,omitempty"`
+}
+
+// The defaults of Bounds, chosen from the separation of synthetic pairs
+// (TestSeparation; docs/measuring.md, "Agreement with a reference route").
+const (
+	// DefaultTieMargin is 0.1 nats: rounding the logits the way f16 does
+	// (1e-3 relative) moves the gap between two tokens by 0.03 nats at
+	// most in TestSeparation, so a greedy choice flips only where the
+	// reference's top two are closer than that; 0.1 leaves three times that
+	// room, and a route that is wrong flips choices with gaps of a nat and
+	// more.
+	DefaultTieMargin = 0.1
+	// DefaultMaxKL is 0.01 nats: f16 rounding gives a mean KL below 2e-5
+	// nats in TestSeparation, a perturbed distribution (the logits moved by
+	// 0.5 nats) 0.1 and more; 0.01 sits between them, a decade from each.
+	DefaultMaxKL = 0.01
+)
+
+// Default is Bounds with the defaults.
+var Default = Bounds{TieMargin: DefaultTieMargin, MaxKL: DefaultMaxKL}
+
+// OrDefault is b, or Default when b is zero (bounds that were never set: a
+// result.json from before the agreement assertion).
+func (b Bounds) OrDefault() Bounds {
+	if b == (Bounds{}) {
+		return Default
+	}
+	return b
 }

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -47,6 +48,9 @@ type Limits struct {
 	// says it, and so does a derived floor always.
 	FloorWhy     string `json:"floor_why,omitempty"`
 	FloorDerived bool   `json:"floor_derived,omitempty"`
+	// Agreement bounds the agreement with a reference; zero is
+	// agree.Default.
+	Agreement agree.Bounds `json:"agreement,omitzero"`
 }
 
 // RateOf is the figure the rate assertion judges for one reply: its decode
@@ -115,6 +119,9 @@ func Judge(in Input) Verdict {
 		if in.Baseline != nil {
 			names = append(names, Regression)
 		}
+		if in.Reference != nil {
+			names = append(names, Agreement)
+		}
 		for _, name := range names {
 			as = append(as, Assertion{Name: name, Detail: "no replies: " + why})
 		}
@@ -127,6 +134,9 @@ func Judge(in Input) Verdict {
 		}
 		if in.Baseline != nil {
 			as = append(as, judgeBaseline(in.Replies, in.Limits, *in.Baseline))
+		}
+		if in.Reference != nil {
+			as = append(as, judgeAgreement(in))
 		}
 	}
 	if a, ok := judgeRelease(in.Release); ok {

@@ -1,0 +1,230 @@
+package agree
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// a is an alternative with the probability p.
+func a(text string, p float64) measure.Alt {
+	return measure.Alt{Text: text, Logprob: math.Log(p)}
+}
+
+// aID is a with a token id.
+func aID(text string, id int, p float64) measure.Alt {
+	x := a(text, p)
+	x.ID = &id
+	return x
+}
+
+// tok is a generated token: the first of top (its most likely) unless text
+// names another.
+func tok(text string, top ...measure.Alt) measure.Token {
+	t := measure.Token{Text: text, Logprob: math.Log(0.5), Top: top}
+	for _, x := range top {
+		if x.Text == text {
+			t.Logprob, t.ID = x.Logprob, x.ID
+			break
+		}
+	}
+	return t
+}
+
+// rep is a reply with logprobs sent, its content the tokens' texts.
+func rep(n int, toks ...measure.Token) measure.Reply {
+	var b strings.Builder
+	k := 0
+	for _, t := range toks {
+		b.WriteString(t.Text)
+		k = max(k, len(t.Top))
+	}
+	return measure.Reply{N: n, Prompt: "p", Content: b.String(), Logprobs: measure.LogprobsSent, TopLogprobs: k, Generated: toks}
+}
+
+// sure is a position the model is sure of: t at 0.9, two others after.
+func sure(t string) measure.Token {
+	return tok(t, a(t, 0.9), a("x", 0.05), a("y", 0.02))
+}
+
+var bounds = Bounds{TieMargin: 0.1, MaxKL: 0.01}
+
+func TestCompare(t *testing.T) {
+	tieRef := tok(" A", a(" A", 0.50), a(" B", 0.48), a(" C", 0.01))
+	tieKL := klByHand(map[string]float64{" A": 0.50, " B": 0.48, " C": 0.01}, map[string]float64{" B": 0.50, " A": 0.48, " C": 0.01})
+	parisKL := klByHand(map[string]float64{" Paris": 0.9, "x": 0.05, "y": 0.02}, map[string]float64{" //": 0.02, " Paris": 0.01})
+	notInKL := klByHand(map[string]float64{" A": 0.40, " B": 0.39}, map[string]float64{" Z": 0.40, " A": 0.39})
+	wideKL := klByHand(map[string]float64{" A": 0.50, " B": 0.40}, map[string]float64{" B": 0.50, " A": 0.40})
+	tieRun := tok(" B", a(" B", 0.50), a(" A", 0.48), a(" C", 0.01))
+	tests := []struct {
+		name     string
+		ref, run measure.Reply
+		want     Reply
+	}{
+		{
+			name: "identical",
+			ref:  rep(1, sure("a"), sure("b"), sure("c")),
+			run:  rep(2, sure("a"), sure("b"), sure("c")),
+			want: Reply{N: 2, RefN: 1, Unit: UnitTokens, Agree: 3, Of: 3, Shared: 3, K: 3,
+				KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0), OK: true},
+		},
+		{
+			name: "a divergence at a near-tie: the reference's top two within the margin, this run's token among them",
+			ref:  rep(1, sure("a"), tieRef, sure("c")),
+			run:  rep(1, sure("a"), tieRun, sure("d")),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 1, Of: 3, Shared: 2, K: 3,
+				KL: ptr(tieKL / 2), MaxKL: ptr(tieKL), Top1: ptr(0.5),
+				Diverged: &Divergence{Position: 1, Ref: alt(&tieRef), Run: alt(&tieRun),
+					RunInRef: ptr(math.Log(0.48)), Gap: ptr(math.Log(0.50) - math.Log(0.48)), Tie: true},
+				OK: true},
+		},
+		{
+			name: "a real disagreement: the reference's top two far apart",
+			ref:  rep(1, sure(" Paris"), sure(".")),
+			run:  rep(3, tok(" //", a(" //", 0.02), a(" Paris", 0.01)), sure(".")),
+			want: Reply{N: 3, RefN: 1, Unit: UnitTokens, Agree: 0, Of: 2, Shared: 1, K: 3,
+				KL: ptr(parisKL), MaxKL: ptr(parisKL), Top1: ptr(0.0),
+				Diverged: &Divergence{Position: 0, Ref: alt(ptr(sure(" Paris"))), Run: measure.Alt{Text: " //", Logprob: math.Log(0.02)},
+					Gap: ptr(math.Log(0.9) - math.Log(0.05))},
+				Why: "a real disagreement at token 1"},
+		},
+		{
+			name: "a close top two, but this run's token is not among the reference's top K",
+			ref:  rep(1, tok(" A", a(" A", 0.40), a(" B", 0.39))),
+			run:  rep(1, tok(" Z", a(" Z", 0.40), a(" A", 0.39))),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 2,
+				KL: ptr(notInKL), MaxKL: ptr(notInKL), Top1: ptr(0.0),
+				Diverged: &Divergence{Ref: a(" A", 0.40), Run: a(" Z", 0.40), Gap: ptr(math.Log(0.40) - math.Log(0.39))},
+				Why: "a real disagreement at token 1"},
+		},
+		{
+			name: "a tie wider than the margin is a real disagreement",
+			ref:  rep(1, tok(" A", a(" A", 0.50), a(" B", 0.40))),
+			run:  rep(1, tok(" B", a(" B", 0.50), a(" A", 0.40))),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 2,
+				KL: ptr(wideKL), MaxKL: ptr(wideKL), Top1: ptr(0.0),
+				Diverged: &Divergence{Ref: a(" A", 0.50), Run: a(" B", 0.50), RunInRef: ptr(math.Log(0.40)),
+					Gap: ptr(math.Log(0.50) - math.Log(0.40))},
+				Why: "a real disagreement at token 1"},
+		},
+		{
+			name: "this run ends where the reference goes on: a real disagreement",
+			ref:  rep(1, sure("a"), sure("b")),
+			run:  rep(1, sure("a")),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 1, Of: 2, Shared: 1, K: 3,
+				KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0),
+				Diverged: &Divergence{Position: 1, Ref: alt(ptr(sure("b"))), Ended: EndedRun},
+				Why: "a real disagreement at token 2"},
+		},
+		{
+			name: "the reference ends where this run goes on",
+			ref:  rep(1),
+			run:  rep(1, sure("a")),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1,
+				Diverged: &Divergence{Run: alt(ptr(sure("a"))), Ended: EndedReference},
+				Why: "a real disagreement at token 1"},
+		},
+		{
+			name: "no logprobs on the reference: text only, in bytes",
+			ref:  measure.Reply{N: 1, Content: "The capital is Paris.", Logprobs: measure.LogprobsNone},
+			run:  rep(1, sure("The capital"), sure(" is"), sure(" Paris.")),
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 21, Of: 21, OK: true},
+		},
+		{
+			name: "text only, differing inside a character: quoted from its first byte",
+			ref:  measure.Reply{N: 1, Content: "café", Logprobs: measure.LogprobsRefused},
+			run:  measure.Reply{N: 1, Content: "cafè au lait, with a long tail that is cut", Logprobs: measure.LogprobsRefused},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 4, Of: 43,
+				Diverged: &Divergence{Position: 4, Ref: measure.Alt{Text: "é"}, Run: measure.Alt{Text: "è au lait, with a long "}},
+				Why:      "the texts differ at byte 5"},
+		},
+		{
+			name: "text only, this run shorter",
+			ref:  measure.Reply{N: 1, Content: "Paris"},
+			run:  measure.Reply{N: 1, Content: "Par"},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 3, Of: 5,
+				Diverged: &Divergence{Position: 3, Ref: measure.Alt{Text: "is"}, Ended: EndedRun},
+				Why:      "the texts differ at byte 4"},
+		},
+		{
+			name: "this run's reply is an error",
+			ref:  rep(1, sure("a")),
+			run:  measure.Reply{N: 1, Error: "HTTP 500", Logprobs: measure.LogprobsSent},
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Why: "this run's reply is an error"},
+		},
+		{
+			name: "the reference's reply is an error",
+			ref:  measure.Reply{N: 1, Error: "HTTP 500"},
+			run:  rep(1, sure("a")),
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Why: "the reference's reply is an error"},
+		},
+		{
+			name: "the same tokens but the distributions apart: the mean KL above the bound",
+			ref:  rep(1, tok("a", a("a", 0.5), a("b", 0.3), a("c", 0.1))),
+			run:  rep(1, tok("a", a("a", 0.4), a("c", 0.35), a("b", 0.1))),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 1, Of: 1, Shared: 1, K: 3,
+				KL:    ptr(klByHand(map[string]float64{"a": 0.5, "b": 0.3, "c": 0.1}, map[string]float64{"a": 0.4, "c": 0.35, "b": 0.1})),
+				MaxKL: ptr(klByHand(map[string]float64{"a": 0.5, "b": 0.3, "c": 0.1}, map[string]float64{"a": 0.4, "c": 0.35, "b": 0.1})),
+				Top1:  ptr(1.0), Why: "the mean KL, 0.2938 nats, is above 0.01"},
+		},
+		{
+			name: "no alternatives listed: no shared position, judged on the tokens",
+			ref:  rep(1, tok("a"), tok("b")),
+			run:  rep(1, tok("a"), tok("b")),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 2, Of: 2, OK: true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Compare(&tt.ref, &tt.run, bounds)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+				t.Errorf("Compare() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// klByHand is KL(p || q) over the union of two top-3 lists, the floors and
+// renormalising written out the long way.
+func klByHand(p, q map[string]float64) float64 {
+	fl := func(m map[string]float64) float64 {
+		sum, least := 0.0, 1.0
+		for _, v := range m {
+			sum += v
+			least = min(least, v)
+		}
+		return max(min(least, 1-sum), MinProb)
+	}
+	union := map[string]bool{}
+	for k := range p {
+		union[k] = true
+	}
+	for k := range q {
+		union[k] = true
+	}
+	pp, qq := map[string]float64{}, map[string]float64{}
+	var ps, qs float64
+	for k := range union {
+		pp[k], qq[k] = fl(p), fl(q)
+		if v, ok := p[k]; ok {
+			pp[k] = v
+		}
+		if v, ok := q[k]; ok {
+			qq[k] = v
+		}
+		ps += pp[k]
+		qs += qq[k]
+	}
+	d := 0.0
+	for k := range union {
+		d += pp[k] / ps * math.Log((pp[k]/ps)/(qq[k]/qs))
+	}
+	return d
+}

@@ -1,0 +1,103 @@
+package judge
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+// alt is an alternative with the probability p.
+func alt(text string, p float64) measure.Alt {
+	return measure.Alt{Text: text, Logprob: math.Log(p)}
+}
+
+// sure is a token the model is sure of.
+func sure(text string) measure.Token {
+	return measure.Token{Text: text, Logprob: math.Log(0.9), Top: []measure.Alt{alt(text, 0.9), alt("x", 0.05)}}
+}
+
+// said is a reply to prompt with logprobs: its tokens.
+func said(n int, prompt string, toks ...measure.Token) measure.Reply {
+	r := reply(n, 80, 300, 128, "")
+	r.Prompt, r.Logprobs, r.TopLogprobs, r.Generated = prompt, measure.LogprobsSent, 2, toks
+	for _, t := range toks {
+		r.Content += t.Text
+	}
+	return r
+}
+
+func TestJudgeAgreement(t *testing.T) {
+	ref := []measure.Reply{
+		said(1, "France?", sure(" Paris"), sure(".")),
+		said(2, "Italy?", sure(" Rome"), sure(".")),
+		said(3, "Spain?", measure.Token{Text: " Madrid", Logprob: math.Log(0.5), Top: []measure.Alt{alt(" Madrid", 0.5), alt(" Barcelona", 0.49)}}, sure(".")),
+	}
+	tie := measure.Token{Text: " Barcelona", Logprob: math.Log(0.5), Top: []measure.Alt{alt(" Barcelona", 0.5), alt(" Madrid", 0.49)}}
+	broken := measure.Token{Text: " //", Logprob: -3.9, Top: []measure.Alt{{Text: " //", Logprob: -3.9}}}
+	textOnly := func(r measure.Reply) measure.Reply {
+		r.Logprobs, r.Generated = measure.LogprobsNone, nil
+		return r
+	}
+	tests := []struct {
+		name    string
+		replies []measure.Reply
+		limits  agree.Bounds
+		want    Assertion
+	}{
+		{
+			name: "the same answers, one at a tie, one not in the reference",
+			replies: []measure.Reply{
+				said(1, "Spain?", tie, sure(".")),
+				said(2, "France?", sure(" Paris"), sure(".")),
+				said(3, "Peru?", sure(" Lima")),
+			},
+			want: Assertion{Name: Agreement, OK: true, Detail: `2 of 2 compared replies agree with the reference ref/result.json ` +
+				`(each: 0/2 at a tie (gap 0.02 nats), 2/2, -; mean KL 0.0001 nats over 3 shared positions (largest 0.0002), top-1 66.7%; ` +
+				`tie margin 0.1 nats, mean KL at most 0.01; not in the reference, not judged: reply 3)`},
+		},
+		{
+			name: "a real disagreement quoted with both tokens and their logprobs",
+			replies: []measure.Reply{
+				said(1, "France?", sure(" Paris"), sure(".")),
+				said(2, "Italy?", sure(" Rome"), sure(".")),
+				said(3, "France?", sure(" Paris"), broken),
+				said(4, "Italy?", broken),
+			},
+			want: Assertion{Name: Agreement, Detail: `2 of 4 compared replies disagree with the reference ref/result.json: ` +
+				`reply 3, token 2: the reference "." (-0.1), this run " //" (-3.9); reply 4: a real disagreement at token 1 ` +
+				`(each: 2/2, 2/2, 1/2, 0/2; mean KL 0.2012 nats over 7 shared positions (largest 0.7042), top-1 71.4%; tie margin 0.1 nats, mean KL at most 0.01)`},
+		},
+		{
+			name:    "text only: weaker evidence",
+			replies: []measure.Reply{textOnly(said(1, "France?", sure(" Paris"), sure(".")))},
+			limits:  agree.Bounds{TieMargin: 0.5, MaxKL: 0.2},
+			want: Assertion{Name: Agreement, OK: true, Detail: `1 of 1 compared replies agree with the reference ref/result.json ` +
+				`(each: 7/7 bytes; tie margin 0.5 nats, mean KL at most 0.2; text only: weaker evidence (reply 1: no logprobs on one side, compared in bytes))`},
+		},
+		{
+			name:    "text only, apart",
+			replies: []measure.Reply{textOnly(said(1, "France?", sure(" Paris"), sure("!")))},
+			want: Assertion{Name: Agreement, Detail: `1 of 1 compared replies disagree with the reference ref/result.json: reply 1, byte 7: the reference ".", this run "!" ` +
+				`(each: 6/7 bytes; tie margin 0.1 nats, mean KL at most 0.01; text only: weaker evidence (reply 1: no logprobs on one side, compared in bytes))`},
+		},
+		{
+			name:    "nothing compared",
+			replies: []measure.Reply{said(1, "Peru?", sure(" Lima"))},
+			want: Assertion{Name: Agreement, Detail: `no reply's prompt is in the reference ref/result.json: nothing to compare ` +
+				`(each: -; tie margin 0.1 nats, mean KL at most 0.01; not in the reference, not judged: reply 1)`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{Replies: tt.replies, Limits: Limits{Agreement: tt.limits},
+				Reference: &Reference{File: "ref/result.json", Replies: ref}}
+			if diff := cmp.Diff(tt.want, judgeAgreement(in)); diff != "" {
+				t.Errorf("judgeAgreement() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
