@@ -391,6 +391,8 @@ type asker struct {
 	proc   *serve.Process
 	out    string
 	prober *probe.Prober
+	// toldRefusal: the console said the serve refused the logprobs fields.
+	toldRefusal bool
 }
 
 // ask asks request n (a warm-up or a judged reply). ok is false when the run
@@ -426,6 +428,10 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		a.g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
 	}
 	a.g.logf("%s", progress(&r))
+	if r.Logprobs == measure.LogprobsRefused && !a.toldRefusal {
+		a.toldRefusal = true
+		a.g.logf("%s", refusalLine(&r))
+	}
 	return r, true
 }
 
@@ -453,6 +459,12 @@ func notReady(err error, ctx context.Context) string {
 	default:
 		return "the serve never became ready: " + err.Error()
 	}
+}
+
+// refusalLine says, once a run, that the serve refused the logprobs fields.
+func refusalLine(r *measure.Reply) string {
+	return fmt.Sprintf("logprobs: the serve refused logprobs/top_logprobs (%s); asked again without them, and every later request goes without: agreement can compare text only",
+		judge.Quote(r.LogprobsDetail, 200))
 }
 
 // progress is one console line about a reply.
@@ -483,6 +495,14 @@ func progress(r *measure.Reply) string {
 	}
 	if r.Retried != "" {
 		parts = append(parts, "asked twice: the first attempt failed before any answer: "+judge.Quote(r.Retried, 200))
+	}
+	switch r.Logprobs {
+	case measure.LogprobsSent:
+		parts = append(parts, fmt.Sprintf("logprobs for %d tokens", len(r.Generated)))
+	case measure.LogprobsNone:
+		parts = append(parts, "no logprobs sent")
+	case measure.LogprobsGarbage:
+		parts = append(parts, "logprobs dropped: "+judge.Quote(r.LogprobsDetail, 200))
 	}
 	return fmt.Sprintf("%s %d: %s", name, r.N, strings.Join(parts, ", "))
 }

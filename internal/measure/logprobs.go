@@ -23,4 +23,5 @@ const (
 	LogprobsSent    = "sent"    // the serve sent them, in Reply.Generated
 	LogprobsNone    = "none"    // asked; the serve sent none
 	LogprobsRefused = "refused" // the serve rejected the fields: asked again without them
+	LogprobsGarbage = "garbage" // the serve sent logprobs that cannot be believed: none kept
 )

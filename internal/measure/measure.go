@@ -59,6 +59,9 @@ type Reply struct {
 	// order, when the serve sent them.
 	Logprobs  string  `json:"logprobs,omitempty"`
 	Generated []Token `json:"generated,omitempty"`
+	// LogprobsDetail says why: the serve's refusal of the fields, quoted,
+	// or what was wrong with the logprobs it sent, or what was dropped.
+	LogprobsDetail string `json:"logprobs_detail,omitempty"`
 
 	// Retried is the error of a first attempt that failed before any byte
 	// of its answer came; the reply is the second attempt's, on a new

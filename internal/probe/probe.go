@@ -46,9 +46,15 @@ type Prober struct {
 	// Client, when set, is used in place of the probe's own transport (a
 	// connection a request, acknowledging at once); benchmarks compare.
 	Client *http.Client
+	// TopLogprobs, when above 0, asks for logprobs and that many
+	// alternatives at each token (at most MaxTopLogprobs). A serve that
+	// rejects the fields is asked again without them, and every later
+	// request goes without.
+	TopLogprobs int
 
-	once sync.Once
-	own  *http.Client
+	once    sync.Once
+	own     *http.Client
+	refusal atomic.Pointer[string] // the serve's answer to the fields, once it refused them
 }
 
 type request struct {
@@ -61,6 +67,9 @@ type request struct {
 	ChatTemplateKwargs map[string]bool `json:"chat_template_kwargs,omitempty"`
 	ReasoningEffort    string          `json:"reasoning_effort,omitempty"`
 	Think              *bool           `json:"think,omitempty"`
+	Seed               int64           `json:"seed"`
+	Logprobs           bool            `json:"logprobs,omitempty"`
+	TopLogprobs        int             `json:"top_logprobs,omitempty"`
 }
 
 type message struct {
@@ -72,8 +81,31 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// Body is the JSON the prober sends for prompt.
+// Body is the JSON the prober sends for prompt now: with the logprobs
+// fields unless the serve refused them.
 func (p *Prober) Body(prompt string) []byte {
+	return p.body(prompt, p.topLogprobs())
+}
+
+// topLogprobs is the top_logprobs the next request asks for: 0 once the
+// serve refused them.
+func (p *Prober) topLogprobs() int {
+	if p.TopLogprobs <= 0 || p.refusal.Load() != nil {
+		return 0
+	}
+	return min(p.TopLogprobs, MaxTopLogprobs)
+}
+
+// Refusal is the serve's answer to a request for logprobs, quoted, once it
+// refused them; "" while it has not.
+func (p *Prober) Refusal() string {
+	if s := p.refusal.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+func (p *Prober) body(prompt string, k int) []byte {
 	req := request{
 		Model:         p.Model,
 		Messages:      []message{{Role: "user", Content: prompt}},
@@ -81,6 +113,9 @@ func (p *Prober) Body(prompt string) []byte {
 		Temperature:   0,
 		Stream:        true,
 		StreamOptions: streamOptions{IncludeUsage: true},
+		Seed:          Seed,
+		Logprobs:      k > 0,
+		TopLogprobs:   k,
 	}
 	kwargs := map[string]bool{"enable_thinking": p.Thinking}
 	effort := ""
@@ -106,31 +141,59 @@ func (p *Prober) Body(prompt string) []byte {
 // is recorded in Reply.Error; Ask itself does not fail. A request that fails
 // before any byte of its answer came is asked once more, on a new
 // connection, and the reply says so.
+//
+// A serve that rejects the logprobs fields (an HTTP 400, or another 4xx
+// naming them) is asked again without them, once; the reply is the second
+// request's, its Logprobs "refused" with the serve's words, and every later
+// request of the prober goes without them and says so too.
 func (p *Prober) Ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt) measure.Reply {
 	ctx, cancel := context.WithTimeout(ctx, p.RequestTimeout)
 	defer cancel()
-	r, unanswered := p.ask(ctx, n, warmup, pr)
+	k := p.topLogprobs()
+	r, status, unanswered := p.ask(ctx, n, warmup, pr, k)
 	if unanswered && ctx.Err() == nil {
 		first := r.Error
-		r, _ = p.ask(ctx, n, warmup, pr)
+		r, status, _ = p.ask(ctx, n, warmup, pr, k)
 		r.Retried = first
+	}
+	if k > 0 && rejects(status, r.Error) && ctx.Err() == nil {
+		refusal := r.Error
+		p.refusal.CompareAndSwap(nil, &refusal)
+		r, _, unanswered = p.ask(ctx, n, warmup, pr, 0)
+		if unanswered && ctx.Err() == nil {
+			first := r.Error
+			r, _, _ = p.ask(ctx, n, warmup, pr, 0)
+			r.Retried = first
+		}
+	}
+	if refusal := p.Refusal(); refusal != "" && p.TopLogprobs > 0 {
+		r.Logprobs, r.LogprobsDetail = measure.LogprobsRefused, refusal
 	}
 	return r
 }
 
-// ask is one attempt. unanswered is true when it failed before any byte of
-// the answer came, so asking again cannot count anything twice.
-func (p *Prober) ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt) (r measure.Reply, unanswered bool) {
-	r = measure.Reply{N: n, Warmup: warmup, Prompt: pr.Prompt, Expect: pr.Expect, MaxTokens: p.MaxTokens}
+// ask is one attempt, asking for k alternatives (0: no logprobs). status is
+// the HTTP status, 0 when none came. unanswered is true when it failed
+// before any byte of the answer came, so asking again cannot count anything
+// twice.
+func (p *Prober) ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt, k int) (r measure.Reply, status int, unanswered bool) {
+	r = measure.Reply{N: n, Warmup: warmup, Prompt: pr.Prompt, Expect: pr.Expect, MaxTokens: p.MaxTokens, TopLogprobs: k}
+	seed := Seed
+	r.Seed = &seed
+	var lp *capture
+	if k > 0 {
+		lp = newCapture(k, p.MaxTokens)
+		defer lp.finish(&r)
+	}
 	client := p.Client
 	if client == nil {
 		client = p.client()
 	}
 	stats := &connStats{}
-	req, err := http.NewRequestWithContext(withStats(ctx, stats), http.MethodPost, p.URL, bytes.NewReader(p.Body(pr.Prompt)))
+	req, err := http.NewRequestWithContext(withStats(ctx, stats), http.MethodPost, p.URL, bytes.NewReader(p.body(pr.Prompt, k)))
 	if err != nil {
 		r.Error = err.Error()
-		return r, false
+		return r, status, false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
@@ -146,21 +209,22 @@ func (p *Prober) ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt)
 	resp, err := client.Do(req)
 	if err != nil {
 		r.Error = p.describe(ctx, err, &r)
-		return r, stats.bytes.Load() == 0
+		return r, 0, stats.bytes.Load() == 0
 	}
 	defer resp.Body.Close()
+	status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		r.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(b))
-		return r, false
+		return r, status, false
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		r.Error = fmt.Sprintf("the serve answered %q, not a stream (text/event-stream); it must support stream: true", mt)
-		return r, false
+		return r, status, false
 	}
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
 		r.Error = fmt.Sprintf("the serve compressed the stream (Content-Encoding %q) though asked for identity: compression holds tokens back; turn it off", ce)
-		return r, false
+		return r, status, false
 	}
 	max := p.MaxBody
 	if max <= 0 {
@@ -174,14 +238,14 @@ func (p *Prober) ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt)
 		src, arrival = cr, cr.reads.Load
 	}
 	body := &limitedReader{r: src, left: max}
-	err = read(body, t0, &r, arrival)
+	err = read(body, t0, &r, arrival, lp)
 	r.EndMS = msSince(t0)
 	if err != nil {
 		if body.left <= 0 {
 			err = fmt.Errorf("the stream ran past %d bytes; stopped reading", max)
 		}
 		r.Error = p.describe(ctx, err, &r)
-		return r, false
+		return r, status, false
 	}
 	drain(resp.Body, stats)
 	if p.StatsURL != "" {
@@ -189,7 +253,7 @@ func (p *Prober) ask(ctx context.Context, n int, warmup bool, pr prompts.Prompt)
 			r.Server = st
 		}
 	}
-	return r, false
+	return r, status, false
 }
 
 // drainWait is how long the probe waits, after [DONE], for the serve to end
@@ -267,7 +331,8 @@ type chunk struct {
 			ReasoningContent string `json:"reasoning_content"`
 			Reasoning        string `json:"reasoning"`
 		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
+		FinishReason *string         `json:"finish_reason"`
+		Logprobs     json.RawMessage `json:"logprobs"`
 	} `json:"choices"`
 	Usage *struct {
 		CompletionTokens *int `json:"completion_tokens"`
@@ -321,7 +386,8 @@ var (
 // read assembles the stream into r. It returns nil only when the stream ended
 // with [DONE]. arrival gives, when a line comes, the number of the network
 // arrival that brought it.
-func read(body io.Reader, t0 time.Time, r *measure.Reply, arrival func() int64) error {
+// lp, when not nil, gathers the logprobs.
+func read(body io.Reader, t0 time.Time, r *measure.Reply, arrival func() int64, lp *capture) error {
 	lines := newLineReader(body)
 	var content, reasoning strings.Builder
 	defer func() {
@@ -364,13 +430,23 @@ func read(body io.Reader, t0 time.Time, r *measure.Reply, arrival func() int64) 
 		}
 		chunks, jerr := decode(data)
 		if jerr != nil {
-			return fmt.Errorf("a stream chunk is not JSON (%v): %.120q", jerr, data)
+			// A Python serve may write a non-finite logprob bare (NaN,
+			// -Infinity): the chunk's content still counts.
+			if fixed, changed := nullNonFinite(data); changed {
+				chunks, _ = decode(fixed)
+			}
+			if chunks == nil {
+				return fmt.Errorf("a stream chunk is not JSON (%v): %.120q", jerr, data)
+			}
 		}
 		ev.reset()
 		for i := range chunks {
 			c := &chunks[i]
 			if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
 				return fmt.Errorf("the serve sent an error in the stream: %s", errorMessage(data))
+			}
+			for j := range c.Choices {
+				lp.take(c.Choices[j].Logprobs)
 			}
 			if take(c, r, &content, &reasoning) {
 				if r.FirstMS == nil {

@@ -86,35 +86,48 @@ func TestAskFLM(t *testing.T) {
 	}
 }
 
+// The body asks greedily with the fixed seed, and for logprobs only when
+// TopLogprobs is set.
 func TestAskRequestBody(t *testing.T) {
-	var mu sync.Mutex
-	var got map[string]any
-	sim := fakellm.New(fakellm.Options{})
-	p := prober(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		json.Unmarshal(b, &got)
-		mu.Unlock()
-		if r.Header.Get("Content-Type") != "application/json" {
-			t.Errorf("Content-Type = %q", r.Header.Get("Content-Type"))
+	for _, k := range []int{0, 5, 40} {
+		var mu sync.Mutex
+		var got map[string]any
+		sim := fakellm.New(fakellm.Options{})
+		p := prober(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			json.Unmarshal(b, &got)
+			mu.Unlock()
+			if r.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("Content-Type = %q", r.Header.Get("Content-Type"))
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			sim.ServeHTTP(w, r)
+		}))
+		p.TopLogprobs = k
+		r := p.Ask(context.Background(), 1, true, question)
+		want := map[string]any{
+			"model":                "m",
+			"messages":             []any{map[string]any{"role": "user", "content": question.Prompt}},
+			"max_tokens":           10.0,
+			"temperature":          0.0,
+			"seed":                 float64(Seed),
+			"stream":               true,
+			"stream_options":       map[string]any{"include_usage": true},
+			"chat_template_kwargs": map[string]any{"enable_thinking": false},
 		}
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		sim.ServeHTTP(w, r)
-	}))
-	p.Ask(context.Background(), 1, true, question)
-	want := map[string]any{
-		"model":                "m",
-		"messages":             []any{map[string]any{"role": "user", "content": question.Prompt}},
-		"max_tokens":           10.0,
-		"temperature":          0.0,
-		"stream":               true,
-		"stream_options":       map[string]any{"include_usage": true},
-		"chat_template_kwargs": map[string]any{"enable_thinking": false},
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("request body (-want +got):\n%s", diff)
+		wantK := min(k, MaxTopLogprobs)
+		if k > 0 {
+			want["logprobs"], want["top_logprobs"] = true, float64(wantK)
+		}
+		mu.Lock()
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("TopLogprobs %d: request body (-want +got):\n%s", k, diff)
+		}
+		mu.Unlock()
+		if r.Seed == nil || *r.Seed != Seed || r.TopLogprobs != wantK {
+			t.Errorf("TopLogprobs %d: Reply seed %v, top_logprobs %d, want %d, %d", k, r.Seed, r.TopLogprobs, Seed, wantK)
+		}
 	}
 }
 
@@ -305,7 +318,7 @@ func TestAskCancelledAndUnreachable(t *testing.T) {
 // readString reads a whole stream that came in one read.
 func readString(s string, r *measure.Reply) error {
 	cr := &countedReader{r: strings.NewReader(s)}
-	return read(cr, time.Now(), r, cr.reads.Load)
+	return read(cr, time.Now(), r, cr.reads.Load, nil)
 }
 
 func TestTextBound(t *testing.T) {

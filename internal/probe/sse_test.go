@@ -178,7 +178,7 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string, sizes []byte) {
 		cr := &countedReader{r: &splitReader{s: in, sizes: sizes}}
 		var r measure.Reply
-		read(cr, timeZero, &r, cr.reads.Load)
+		read(cr, timeZero, &r, cr.reads.Load, nil)
 		sum := 0
 		for i, a := range r.Arrivals {
 			sum += a.Chunks
@@ -221,7 +221,7 @@ func TestReadFLMUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var r measure.Reply
-		if err := read(strings.NewReader(content+last(tt.usage)), timeZero, &r, func() int64 { return 0 }); err != nil {
+		if err := read(strings.NewReader(content+last(tt.usage)), timeZero, &r, func() int64 { return 0 }, nil); err != nil {
 			t.Fatalf("%s: read: %v", tt.name, err)
 		}
 		if diff := cmp.Diff(tt.want, r.Server); diff != "" {
