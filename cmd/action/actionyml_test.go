@@ -63,7 +63,7 @@ func TestActionYMLMatchesFlags(t *testing.T) {
 	if !strings.Contains(text, `run: exec "$NPU_SERVE_SMOKE" run`) {
 		t.Error("the gate step does not exec the binary: bash would swallow the runner's cancel signals")
 	}
-	for _, out := range []string{"result", "rate", "first-token-ms", "route", "result-json", "summary-md", "check-run-id"} {
+	for _, out := range []string{"result", "rate", "first-token-ms", "route", "agreement", "result-json", "summary-md", "check-run-id"} {
 		if !strings.Contains(text, "value: ${{ steps.gate.outputs."+out+" }}") {
 			t.Errorf("output %s is not mapped from the gate step", out)
 		}

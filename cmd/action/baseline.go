@@ -12,6 +12,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
 // historyBaseline resolves --baseline github:PATTERN before anything is
@@ -77,6 +78,72 @@ func (e *env) historyBaseline(ctx context.Context, plan *config.Plan, a *githuba
 		if plan.FloorFromBaseline != 0 {
 			fmt.Fprintf(e.stderr, "floor: %.1f tok/s, %s\n", plan.Floor, console.Text(plan.FloorWhy))
 		}
+	}
+	return 0, true
+}
+
+// historyReference resolves --reference github:PATTERN before anything is
+// started, as historyBaseline resolves a baseline: the artifact named
+// history.ReferenceArtifact(check name) in the newest successful run of this
+// workflow on the pattern that this repository's own code made, holding a
+// run recorded by record that passed and shares this run's max_tokens,
+// thinking setting and prompts (config.UseReference). A newer candidate that
+// cannot serve is a notice, and the next older is tried; none found: a
+// notice, and the run goes on without the agreement assertion.
+func (e *env) historyReference(ctx context.Context, plan *config.Plan, a *githubactions.Action) (code int, ok bool) {
+	pattern, fromGitHub, _ := history.Spec(plan.Config.Reference)
+	if !fromGitHub {
+		return 0, true
+	}
+	bad := func(err error) (int, bool) {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent("--reference "+plan.Config.Reference+": "+err.Error()))
+		if a != nil {
+			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("--reference: %s", console.Text(err.Error()))
+		}
+		return exitUsage, false
+	}
+	if a == nil {
+		return bad(errors.New("a reference from GitHub's history is read inside GitHub Actions only; outside, pass the reference's out directory or result.json"))
+	}
+	gc, err := publish.FromEnv(e.getenv)
+	if err != nil {
+		return bad(err)
+	}
+	src, err := e.historySource(gc, plan.GitHubToken, pattern)
+	if err != nil {
+		return bad(err)
+	}
+	tmp, err := os.MkdirTemp(e.getenv("RUNNER_TEMP"), "npu-serve-smoke-reference-*")
+	if err != nil {
+		return bad(err)
+	}
+	defer os.RemoveAll(tmp)
+	notice := func(format string, args ...any) {
+		msg := console.Text(fmt.Sprintf(format, args...))
+		fmt.Fprintln(e.stderr, msg)
+		a.Noticef("%s", msg)
+	}
+	want := plan.ReferenceWant()
+	var ref *report.Reference
+	use := func(res *report.Result, from string) (err error) {
+		ref, err = config.UseReference("its result.json", from, res, want)
+		return err
+	}
+	name := history.ReferenceArtifact(plan.CheckName)
+	f, err := src.FindReference(ctx, name, tmp, history.Want{CheckName: plan.CheckName, Thinking: plan.Thinking}, use)
+	for _, why := range f.Skipped {
+		notice("reference skipped: %s; the next older run is tried", why)
+	}
+	var nf *history.NotFound
+	switch {
+	case errors.As(err, &nf):
+		notice("no reference: %s; the run goes on without the agreement assertion (record one with npu-serve-smoke record and upload its out/ as %s: docs/workflow.md)", nf.Why, name)
+	case err != nil:
+		return bad(err)
+	default:
+		ref.File = fmt.Sprintf("%s on %s", f.Run.URL, f.Run.Branch)
+		plan.Reference = ref
+		fmt.Fprintf(e.stderr, "reference: %s (%s): %s, %d with logprobs\n", f.Run.URL, console.Text(f.Run.Branch), report.Replies(ref.Checked.Replies), ref.Checked.Logprobs)
 	}
 	return 0, true
 }

@@ -25,6 +25,9 @@ const (
 const usage = `usage:
   npu-serve-smoke run [flags]           start the serve, probe it, judge it (in GitHub Actions with no
                                         arguments, the flags come from the action's inputs)
+  npu-serve-smoke record [flags]        the run's flags, on the trusted route: records a reference for
+                                        --reference (content and release judged; route, rate and first
+                                        token recorded, not judged)
   npu-serve-smoke judge DIR [flags]     re-judge a finished run's out directory; flags override its limits
   npu-serve-smoke demo [--route fast|slow] [--out DIR]
                                         the gate against the built-in simulated serve
@@ -84,6 +87,8 @@ func (e *env) command(ctx context.Context, args []string) int {
 	switch args[0] {
 	case "run":
 		return e.run(ctx, args[1:])
+	case "record":
+		return e.record(ctx, args[1:])
 	case "judge":
 		return e.judge(ctx, args[1:])
 	case "demo":

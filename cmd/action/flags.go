@@ -58,6 +58,7 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.ThinkingControl, "thinking-control", c.ThinkingControl, "how thinking is turned on or off: chat-template-kwargs, reasoning-effort, both or think")
 	fs.StringVar(&c.Baseline, "baseline", c.Baseline, "an earlier run's result.json: adds the baseline assertion")
 	fs.Float64Var(&c.MaxRegression, "max-regression", c.MaxRegression, "percent the median rate may fall, or the median first token rise, against --baseline")
+	referenceFlags(fs, c)
 	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client (timed from the stream) or server (the serve's timings)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "limit for one whole reply")
 	fs.Var((*byteSize)(&c.LogLimit), "log-limit", "bytes of serve.log kept on disk, its head and its tail (e.g. 64MiB); the route is read on the whole stream")
@@ -70,6 +71,14 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Comment, "comment", c.Comment, "on-pr (a sticky PR comment) or never")
 	fs.IntVar(&c.PRNumber, "pr-number", c.PRNumber, "pull request to comment on when the event is not one (a push)")
 	fs.StringVar(&c.GitHubToken, "github-token", c.GitHubToken, "token for the check run and the comment (never printed)")
+}
+
+// referenceFlags defines the agreement's flags on fs, writing into c: the
+// gate's, judge's and publish's.
+func referenceFlags(fs *flag.FlagSet, c *config.Config) {
+	fs.StringVar(&c.Reference, "reference", c.Reference, "a run on the trusted route (its out directory or result.json, e.g. made by record), or github:PATTERN: adds the agreement assertion")
+	fs.Float64Var(&c.AgreementTieMargin, "agreement-tie-margin", c.AgreementTieMargin, "nats: a divergence from the reference is at a near-tie when the reference's top two are within it")
+	fs.Float64Var(&c.AgreementMaxKL, "agreement-max-kl", c.AgreementMaxKL, "nats: the mean KL distance from the reference's distributions allowed at the shared positions")
 }
 
 // fromInputs sets every flag of fs that has an action input (INPUT_NAME):

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/evidence"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
@@ -49,6 +50,15 @@ func (e *env) judge(ctx context.Context, args []string) int {
 			problems = append(problems, err.Error())
 		}
 	}
+	if d.Reference != "" {
+		// The reference given here replaces the one the run kept in
+		// reference.json.
+		if ref, err := referenceFor(res, d.Reference); err != nil {
+			problems = append(problems, err.Error())
+		} else {
+			res.Reference = ref
+		}
+	}
 	if len(problems) > 0 {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: bad input:\n%s\n", indent(strings.Join(problems, "\n")))
 		return exitUsage
@@ -79,12 +89,17 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 	c.Floor, c.FirstTokenMS, c.RateSource = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource
 	c.MaxRegression = res.Limits.MaxRegression * 100
 	c.FastRoute, c.SlowRoute = res.Route.FastPatterns, res.Route.SlowPatterns
+	if b := res.Limits.Agreement; b != (agree.Bounds{}) {
+		// A run made before the agreement keeps the defaults.
+		c.AgreementTieMargin, c.AgreementMaxKL = b.TieMargin, b.MaxKL
+	}
 	if res.Limits.FloorDerived {
 		c.FloorWhy = res.Limits.FloorWhy
 	}
 	fromRun := map[string]string{
 		"floor": "limits.floor", "first-token-ms": "limits.first_token_ms", "rate-source": "limits.rate_source",
 		"max-regression": "limits.max_regression (in percent)", "fast-route": "route.fast_patterns", "slow-route": "route.slow_patterns",
+		"agreement-tie-margin": "limits.agreement.tie_margin", "agreement-max-kl": "limits.agreement.max_kl",
 	}
 	fs.Visit(func(f *flag.Flag) {
 		delete(fromRun, f.Name)
@@ -101,6 +116,10 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 			c.FastRoute = d.FastRoute
 		case "slow-route":
 			c.SlowRoute = d.SlowRoute
+		case "agreement-tie-margin":
+			c.AgreementTieMargin = d.AgreementTieMargin
+		case "agreement-max-kl":
+			c.AgreementMaxKL = d.AgreementMaxKL
 		}
 	})
 	if d.Baseline != "" && c.MaxRegression == 0 && !setFlags(fs)("max-regression") {
@@ -125,6 +144,30 @@ func limitFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.MaxRegression, "max-regression", c.MaxRegression, "percent the median rate may fall, or the first token rise, against the baseline")
 	fs.Var(&patterns{list: &c.FastRoute}, "fast-route", "RE2 pattern, or count rule, naming the fast route (repeatable)")
 	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern, or unless-fast rule, naming the slow route (repeatable)")
+	referenceFlags(fs, c)
+}
+
+// referenceFor reads the reference at path (a file or a directory, never
+// github:, which is read in run) and checks it against the finished run res:
+// its max_tokens, thinking, and the prompts of its first round (as the run
+// recorded them; a run made before it recorded them: every prompt it asked).
+func referenceFor(res *report.Result, path string) (*report.Reference, error) {
+	if strings.HasPrefix(path, history.Prefix) {
+		return nil, fmt.Errorf("--reference %s: a finished run is compared with a file; pass the reference's out directory or result.json (run reads github: history)", path)
+	}
+	ref, err := config.LoadReference(path)
+	if err != nil {
+		return nil, err
+	}
+	w := config.ReferenceWant{MaxTokens: res.Run.MaxTokens, Thinking: res.Run.Thinking, FirstRound: res.Run.FirstRound}
+	for i := range res.Replies {
+		w.Asked = append(w.Asked, res.Replies[i].Prompt)
+	}
+	if len(w.FirstRound) == 0 {
+		w.FirstRound = w.Asked
+	}
+	w.Asked = append(w.Asked, w.FirstRound...)
+	return config.UseReference("--reference "+path, path, ref, w)
 }
 
 // parseDir parses a subcommand's flags around its one DIR argument, which

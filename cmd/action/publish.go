@@ -65,6 +65,14 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 			return exitUsage
 		}
 	}
+	// So is its reference.json: only --reference counts here.
+	res.Reference = nil
+	if c.Reference != "" {
+		if res.Reference, err = referenceFor(res, c.Reference); err != nil {
+			fmt.Fprintf(e.stderr, "npu-serve-smoke publish: bad input, nothing was posted:\n%s\n", indent(err.Error()))
+			return exitUsage
+		}
+	}
 	if err := rejudge(ctx, dir, res, &c, bl); err != nil {
 		a.Warningf("%s", console.Text(err.Error()))
 	}

@@ -23,14 +23,30 @@ import (
 )
 
 func (e *env) run(ctx context.Context, args []string) int {
+	return e.runAs(ctx, "run", report.KindRun, args)
+}
+
+// record is run on the trusted route (the CPU build, the per-op forward,
+// the last release, another device): a reference for --reference. It judges
+// content and release only, and records the route, rate and first token.
+// Its --replies defaults to --max-replies: a run takes up to that many
+// replies, and a reply whose prompt the reference lacks is not compared, so
+// the reference holds an answer to every request a run can make.
+func (e *env) record(ctx context.Context, args []string) int {
+	return e.runAs(ctx, "record", report.KindReference, args)
+}
+
+// runAs is run or record (kind), by the same flags.
+func (e *env) runAs(ctx context.Context, name, kind string, args []string) int {
 	c := config.Default()
-	fs := e.flagSet("run")
+	c.Kind = kind
+	fs := e.flagSet(name)
 	runFlags(fs, &c)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "npu-serve-smoke run: unexpected argument %q; the serve's command line goes in --serve '...'\n", fs.Arg(0))
+		fmt.Fprintf(e.stderr, "npu-serve-smoke %s: unexpected argument %q; the serve's command line goes in --serve '...'\n", name, fs.Arg(0))
 		return exitUsage
 	}
 	var a *githubactions.Action
@@ -42,6 +58,9 @@ func (e *env) run(ctx context.Context, args []string) int {
 				return exitUsage
 			}
 		}
+	}
+	if kind == report.KindReference && !setFlags(fs)("replies") {
+		c.Replies = max(c.Replies, c.MaxReplies)
 	}
 	if err := c.ApplyPreset(setFlags(fs)); err != nil {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
@@ -73,6 +92,13 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 	}
 	if code, ok := e.historyBaseline(ctx, plan, a); !ok {
 		return code
+	}
+	if code, ok := e.historyReference(ctx, plan, a); !ok {
+		return code
+	}
+	if plan.Kind == report.KindReference {
+		e.stderr.Printf("record: a reference of %s to %d prompts; content and release are judged, route, rate and first token recorded, not judged (the trusted route is slow by nature)",
+			report.Replies(plan.Replies), len(plan.Prompts))
 	}
 	if err := serve.BecomeSubreaper(); err != nil {
 		e.stderr.Printf("npu-serve-smoke: warning: cannot become a child subreaper (%v); detached helpers of the serve may escape the sweep", err)
@@ -112,6 +138,10 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 			if dh, ok := g.Hold.(deviceHold); ok {
 				dh.d.RunURL = gc.RunURL()
 			}
+		}
+		if pub != nil && plan.Kind == report.KindReference {
+			pub = nil
+			a.Noticef("record: no check run and no PR comment: a reference is not a verdict on the code; its report is in the job summary and %s", report.ResultFile)
 		}
 	}
 	if pub != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
@@ -49,17 +50,26 @@ type Config struct {
 	RateSource        string
 	Baseline          string  // an earlier run's result.json, or github:PATTERN (resolved by the command)
 	MaxRegression     float64 // percent the median rate may fall, or the first token rise, against it
-	RequestTimeout    time.Duration
-	Out               string // "" for a fresh directory
-	LogLimit          int64  // bytes of serve.log kept on disk: its head and its tail
-	Hold              string
-	HoldTimeout       time.Duration
-	Device            string
-	Count             int // devices of the device's pool to hold
-	CheckName         string
-	Comment           string
-	PRNumber          int // the pull request to comment on from a push; 0: the event's
-	GitHubToken       string
+	// Reference is a trusted route's run (its out directory or result.json)
+	// or github:PATTERN (resolved by the command): adds the agreement
+	// assertion.
+	Reference          string
+	AgreementTieMargin float64 // nats: agree.Bounds.TieMargin
+	AgreementMaxKL     float64 // nats: agree.Bounds.MaxKL
+	// Kind is report.KindReference for record: content and release judged,
+	// the rest recorded.
+	Kind           string
+	RequestTimeout time.Duration
+	Out            string // "" for a fresh directory
+	LogLimit       int64  // bytes of serve.log kept on disk: its head and its tail
+	Hold           string
+	HoldTimeout    time.Duration
+	Device         string
+	Count          int // devices of the device's pool to hold
+	CheckName      string
+	Comment        string
+	PRNumber       int // the pull request to comment on from a push; 0: the event's
+	GitHubToken    string
 }
 
 // DefaultFloor is the default decode-rate floor, tok/s, and DefaultFloorWhy why:
@@ -81,29 +91,31 @@ var AutoHealthPaths = []string{"/health", "/v1/health", "/api/v1/health"}
 // Default is the configuration before any flag or input.
 func Default() Config {
 	return Config{
-		Health:          HealthAuto,
-		ChatPath:        "/v1/chat/completions",
-		ReadyTimeout:    5 * time.Minute,
-		Replies:         5,
-		MaxReplies:      15,
-		Warmup:          1,
-		MaxTokens:       128,
-		Floor:           DefaultFloor,
-		LogLimit:        logscan.DefaultLimit,
-		FirstTokenMS:    600,
-		FastRoute:       DefaultFastRoute(),
-		SlowRoute:       DefaultSlowRoute(),
-		Thinking:        "off",
-		ThinkingControl: ThinkingKwargs,
-		RateSource:      judge.RateClient,
-		MaxRegression:   10,
-		RequestTimeout:  2 * time.Minute,
-		Hold:            "builtin",
-		HoldTimeout:     30 * time.Minute,
-		Device:          "npu",
-		Count:           1,
-		CheckName:       "npu serve smoke",
-		Comment:         "on-pr",
+		Health:             HealthAuto,
+		ChatPath:           "/v1/chat/completions",
+		ReadyTimeout:       5 * time.Minute,
+		Replies:            5,
+		MaxReplies:         15,
+		Warmup:             1,
+		MaxTokens:          128,
+		Floor:              DefaultFloor,
+		LogLimit:           logscan.DefaultLimit,
+		FirstTokenMS:       600,
+		FastRoute:          DefaultFastRoute(),
+		SlowRoute:          DefaultSlowRoute(),
+		Thinking:           "off",
+		ThinkingControl:    ThinkingKwargs,
+		RateSource:         judge.RateClient,
+		MaxRegression:      10,
+		AgreementTieMargin: agree.DefaultTieMargin,
+		AgreementMaxKL:     agree.DefaultMaxKL,
+		RequestTimeout:     2 * time.Minute,
+		Hold:               "builtin",
+		HoldTimeout:        30 * time.Minute,
+		Device:             "npu",
+		Count:              1,
+		CheckName:          "npu serve smoke",
+		Comment:            "on-pr",
 	}
 }
 
@@ -117,6 +129,9 @@ type Plan struct {
 	HoldCommand string          // for --hold command:NAME, NAME as found
 	RouteHint   string          // how to make the serve print its route evidence, when it hides it
 	Baseline    *judge.Baseline // the baseline's medians, when there is one
+	// Reference is the trusted route's replies to the prompts this run can
+	// ask, checked against this run's settings, when there is one.
+	Reference *report.Reference
 }
 
 // SetBaseline makes b the plan's baseline, taken from where (a file, or a
@@ -140,7 +155,8 @@ func DefaultSlowRoute() []string { return slices.Clone(judge.DefaultSlowRoute) }
 
 // Limits are the judging limits of the configuration.
 func (c *Config) Limits() judge.Limits {
-	l := judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: c.MaxRegression / 100}
+	l := judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: c.MaxRegression / 100,
+		Agreement: agree.Bounds{TieMargin: c.AgreementTieMargin, MaxKL: c.AgreementMaxKL}}
 	if c.Floor == DefaultFloor && c.FloorFromBaseline == 0 {
 		l.FloorWhy = DefaultFloorWhy
 	}
@@ -227,17 +243,23 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 			errs = append(errs, err)
 		}
 	}
+	if c.Kind == report.KindReference && c.Baseline != "" {
+		bad("--baseline %s: record makes a reference, whose rate and first token are recorded, not judged; leave --baseline out", c.Baseline)
+	}
 	if c.FloorFromBaseline != 0 && c.Baseline == "" {
 		bad("--floor-from-baseline %v needs --baseline: the floor is that fraction of the baseline's median rate", c.FloorFromBaseline)
 	}
 	p.SetBaseline(p.Baseline, c.Baseline)
-	if c.LogLimit < logscan.MinLimit {
-		bad("--log-limit %d: pass at least %d bytes (e.g. 64MiB); serve.log keeps its head and tail within it", c.LogLimit, logscan.MinLimit)
-	}
 	if c.Prompts == "" {
 		p.Prompts = prompts.Builtin()
 	} else if p.Prompts, err = prompts.Load(c.Prompts); err != nil {
 		errs = append(errs, err)
+	}
+	if err := c.checkReference(p); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogLimit < logscan.MinLimit {
+		bad("--log-limit %d: pass at least %d bytes (e.g. 64MiB); serve.log keeps its head and tail within it", c.LogLimit, logscan.MinLimit)
 	}
 	if c.Thinking != "on" && c.Thinking != "off" {
 		bad("--thinking %q: pass on or off", c.Thinking)
@@ -324,6 +346,12 @@ func (c *Config) CheckLimitsFrom(name func(flag string) string) error {
 	}
 	if c.RateSource != judge.RateClient && c.RateSource != judge.RateServer {
 		errs = append(errs, fmt.Errorf("%s %q: pass client or server", name("rate-source"), c.RateSource))
+	}
+	if !(c.AgreementTieMargin >= 0) || math.IsInf(c.AgreementTieMargin, 0) {
+		errs = append(errs, fmt.Errorf("%s %v: pass a margin in nats, 0 or more, e.g. %g", name("agreement-tie-margin"), c.AgreementTieMargin, agree.DefaultTieMargin))
+	}
+	if !(c.AgreementMaxKL >= 0) || math.IsInf(c.AgreementMaxKL, 0) {
+		errs = append(errs, fmt.Errorf("%s %v: pass a distance in nats, 0 or more, e.g. %g", name("agreement-max-kl"), c.AgreementMaxKL, agree.DefaultMaxKL))
 	}
 	if !(c.MaxRegression >= 0 && c.MaxRegression < 100) {
 		errs = append(errs, fmt.Errorf("%s %v: pass a percentage from 0 to under 100, e.g. 10", name("max-regression"), c.MaxRegression))

@@ -47,7 +47,41 @@ func figures(r *Row) string {
 	if c := change(r); c != "" {
 		parts = append(parts, "against the baseline "+c)
 	}
+	if a := agreement(r); a != "" {
+		parts = append(parts, "agreement "+a)
+	}
 	return strings.Join(parts, ", ")
+}
+
+// agreement is how many of the row's replies compared with its reference
+// agree with it ("5/5 agree", "3/5 agree"), or "" when the row has no
+// reference.
+func agreement(r *Row) string {
+	if r.Result == nil || r.Result.Reference == nil {
+		return ""
+	}
+	ok, of := 0, 0
+	for _, a := range r.Result.Agreement {
+		if a.RefN == 0 {
+			continue
+		}
+		of++
+		if a.OK {
+			ok++
+		}
+	}
+	return fmt.Sprintf("%d/%d agree", ok, of)
+}
+
+// anyReference reports whether a row has a reference: the merged table
+// then has an agreement column.
+func (m *Merged) anyReference() bool {
+	for i := range m.Rows {
+		if agreement(&m.Rows[i]) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // change is the row's median rate and first token against its baseline.
@@ -70,7 +104,16 @@ func (m *Merged) Markdown(limit int, history *History) string {
 		icon = "✅"
 	}
 	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, report.Cell(m.Base, 100), m.Title())
-	b.WriteString("| model | device | verdict | median rate (floor) | first token (limit) | route | against the baseline |\n|---|---|---|---:|---:|---|---|\n")
+	refs := m.anyReference()
+	b.WriteString("| model | device | verdict | median rate (floor) | first token (limit) | route | against the baseline |")
+	if refs {
+		b.WriteString(" agreement |")
+	}
+	b.WriteString("\n|---|---|---|---:|---:|---|---|")
+	if refs {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
 	for i := range m.Rows {
 		r := &m.Rows[i]
 		verdict := map[string]string{Pass: "✅ pass", Fail: "❌ FAIL", Missing: "❌ missing"}[r.State]
@@ -89,6 +132,13 @@ func (m *Merged) Markdown(limit int, history *History) string {
 			base = c
 		case r.Note != "":
 			base = "none: " + report.Cell(r.Note, 200)
+		}
+		if refs {
+			agrees := agreement(r)
+			if agrees == "" {
+				agrees = "no reference"
+			}
+			base += " | " + agrees
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", report.Cell(r.Job.Model(), 100), report.Cell(r.Job.Device(), 50), verdict, rate, first, route, base)
 	}

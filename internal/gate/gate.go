@@ -99,15 +99,29 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 		Run: report.RunFacts{
 			Started: time.Now(), Model: p.Model, Replies: p.Replies, Warmup: p.Warmup,
 			MaxTokens: p.MaxTokens, Thinking: p.Thinking, Prompts: orBuiltin(p.Config.Prompts), Out: out,
-			CheckName: p.CheckName, Tool: g.Tool,
+			CheckName: p.CheckName, Tool: g.Tool, Kind: p.Kind, FirstRound: p.ReferenceWant().FirstRound,
 		},
-		Serve:    report.ServeFacts{Argv: wrap(p.HoldCommand, p.Argv), Port: p.Port},
-		Hold:     report.HoldFacts{Mode: p.Hold, Device: p.Device},
-		GitHub:   g.GitHub,
-		Baseline: p.Baseline,
-		Extra:    report.Extra{Max: max(p.MaxReplies, p.Replies)},
+		Serve:     report.ServeFacts{Argv: wrap(p.HoldCommand, p.Argv), Port: p.Port},
+		Hold:      report.HoldFacts{Mode: p.Hold, Device: p.Device},
+		GitHub:    g.GitHub,
+		Baseline:  p.Baseline,
+		Reference: p.Reference,
+		Extra:     report.Extra{Max: max(p.MaxReplies, p.Replies)},
+	}
+	if p.Kind == report.KindReference {
+		// A reference's rate is not judged: no reply is taken for a
+		// verdict in doubt.
+		res.Extra.Max = p.Replies
 	}
 	g.logf("out: %s", out)
+	if ref := p.Reference; ref != nil {
+		// Kept beside the replies, so `judge DIR` judges the agreement
+		// again with no other file.
+		if err := report.WriteReference(out, ref); err != nil {
+			return nil, &SetupError{err}
+		}
+		g.logf("reference: %s", referenceLine(ref))
+	}
 
 	// The route is read on the serve's output as it is written, before
 	// serve.log is cut to its limit.
@@ -544,3 +558,17 @@ func orBuiltin(file string) string {
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t)) / float64(time.Millisecond) }
+
+// referenceLine says what the run is compared with, and what was checked.
+func referenceLine(ref *report.Reference) string {
+	return fmt.Sprintf("%s (%s, %s): %d replies kept, %d with logprobs; max_tokens %d, thinking %s and the %d first-round prompts the same as this run's",
+		ref.File, ref.Kind, verdictOr(ref.Verdict), ref.Checked.Replies, ref.Checked.Logprobs, ref.Checked.MaxTokens, ref.Checked.Thinking, ref.Checked.Prompts)
+}
+
+func verdictOr(v string) string {
+	switch v {
+	case report.Pass, report.Fail, report.Cancelled:
+		return "verdict " + v
+	}
+	return "no verdict"
+}

@@ -306,6 +306,58 @@ type Found struct {
 // the next older one is tried; none that can: a *NotFound (Found still names
 // the ones skipped).
 func (s *Source) Find(ctx context.Context, name, tmp string, want Want, l judge.Limits) (*Found, error) {
+	var bl *judge.Baseline
+	f, err := s.find(ctx, name, tmp, want, func(res *report.Result, from string) (err error) {
+		bl, err = Serves(res, from, l)
+		return err
+	})
+	if err == nil {
+		f.Baseline = bl
+	}
+	return f, err
+}
+
+// ReferenceArtifact is the artifact a reference recorded for the job of the
+// check name is uploaded as: the job's own artifact name (ArtifactName)
+// with "-reference", so a workflow run that records a reference and gates
+// the same job keeps both.
+func ReferenceArtifact(checkName string) string {
+	return ArtifactName(checkName) + "-reference"
+}
+
+// FindReference looks for a reference of the job whose reference artifact
+// is name, as Find looks for a baseline: the newest of the newest Candidates
+// runs on the pattern whose artifact holds a run recorded by record (run.kind
+// "reference") that passed, of the same check and thinking setting, and that
+// use accepts (the caller's checks: max_tokens, prompts). One that does not
+// is skipped, with why, for the next older.
+func (s *Source) FindReference(ctx context.Context, name, tmp string, want Want, use func(res *report.Result, from string) error) (*Found, error) {
+	return s.find(ctx, name, tmp, want, func(res *report.Result, from string) error {
+		if err := IsReference(res); err != nil {
+			return err
+		}
+		return use(res, from)
+	})
+}
+
+// IsReference says why a run found in history cannot be a reference: it was
+// not recorded by record, or did not pass.
+func IsReference(res *report.Result) error {
+	if res.Run.Kind != report.KindReference {
+		return &Unusable{fmt.Sprintf("it is not a recorded reference (run.kind %s); a reference is recorded by npu-serve-smoke record", short(res.Run.Kind))}
+	}
+	if v := res.Verdict; v != report.Pass {
+		if v != report.Fail && v != report.Cancelled {
+			v = short(v)
+		}
+		return &Unusable{fmt.Sprintf("its verdict is %s; a reference is a recording that passed", v)}
+	}
+	return nil
+}
+
+// find is Find with the candidate's own test: accept says why a result that
+// is the same job's cannot serve.
+func (s *Source) find(ctx context.Context, name, tmp string, want Want, accept func(res *report.Result, from string) error) (*Found, error) {
 	ctx, cancel := s.Deadline(ctx)
 	defer cancel()
 	f := &Found{}
@@ -318,9 +370,8 @@ func (s *Source) Find(ctx context.Context, name, tmp string, want Want, l judge.
 	}
 	for _, run := range runs {
 		res, err := s.Result(ctx, run, name, tmp, want)
-		var bl *judge.Baseline
 		if err == nil {
-			if bl, err = Serves(res, run.URL, l); err != nil {
+			if err = accept(res, run.URL); err != nil {
 				err = &Unusable{fmt.Sprintf("artifact %s of run %d (%s on %s): %v", name, run.ID, run.URL, run.Branch, err)}
 			}
 		}
@@ -328,7 +379,7 @@ func (s *Source) Find(ctx context.Context, name, tmp string, want Want, l judge.
 		var un *Unusable
 		switch {
 		case err == nil:
-			f.Run, f.Result, f.Baseline = run, res, bl
+			f.Run, f.Result = run, res
 			return f, nil
 		case ctx.Err() != nil:
 			return f, stopped(ctx, err)
@@ -338,7 +389,15 @@ func (s *Source) Find(ctx context.Context, name, tmp string, want Want, l judge.
 			return f, err
 		}
 	}
-	return f, &NotFound{fmt.Sprintf("none of the %d newest successful runs of %s on %s holds a baseline that can serve", len(runs), s.Workflow, s.Pattern)}
+	return f, &NotFound{fmt.Sprintf("none of the %d newest successful runs of %s on %s holds %s that can serve", len(runs), s.Workflow, s.Pattern, what(name))}
+}
+
+// what is what a look for the artifact name finds.
+func what(name string) string {
+	if strings.HasSuffix(name, "-reference") {
+		return "a reference"
+	}
+	return "a baseline"
 }
 
 // Want is what a baseline must be the same as: the model ("": checked by

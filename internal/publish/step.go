@@ -9,6 +9,7 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -47,6 +48,7 @@ func Outputs(res *report.Result, files string, checkID int64) map[string]string 
 		"rate":           "",
 		"first-token-ms": "",
 		"route":          report.RouteName(res.Route),
+		"agreement":      "",
 		"result-json":    "",
 		"summary-md":     "",
 		"check-run-id":   "",
@@ -63,6 +65,14 @@ func Outputs(res *report.Result, files string, checkID int64) map[string]string 
 	}
 	if m, ok := res.Median((*measure.Reply).FirstTokenMS); ok {
 		out["first-token-ms"] = fmt.Sprintf("%.0f", m)
+	}
+	for _, a := range res.Assertions {
+		if a.Name == judge.Agreement {
+			out["agreement"] = "fail"
+			if a.OK {
+				out["agreement"] = "ok"
+			}
+		}
 	}
 	if checkID != 0 {
 		out["check-run-id"] = fmt.Sprint(checkID)

@@ -5,10 +5,12 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
@@ -107,9 +109,25 @@ func markdown(r *Result, withTail bool) string {
 	}
 
 	if len(r.Replies) > 0 {
-		b.WriteString("\n#### Replies\n\n| # | prompt | first token | decode | tokens | serve's rate | prompt cache | reply |\n|---:|---|---:|---:|---:|---:|---:|---|\n")
+		agrees := r.Reference != nil
+		b.WriteString("\n#### Replies\n\n| # | prompt | first token | decode | tokens | serve's rate | prompt cache |")
+		if agrees {
+			b.WriteString(" agrees |")
+		}
+		b.WriteString(" reply |\n|---:|---|---:|---:|---:|---:|---:|")
+		if agrees {
+			b.WriteString("---|")
+		}
+		b.WriteString("---|\n")
 		for i := range r.Replies {
-			b.WriteString(replyRow(&r.Replies[i]))
+			cell := ""
+			if agrees {
+				cell = AgreesCell(r.Agreement, r.Replies[i].N)
+			}
+			b.WriteString(replyRow(&r.Replies[i], cell))
+		}
+		if agrees {
+			b.WriteString("\n<sub>agrees: the tokens (or, when either side sent no logprobs, the bytes: text only, weaker evidence) equal to the reference's reply to the same prompt before the first divergence, of the longer reply; \"tie\" when that divergence is at a near-tie of the reference's, and the two tokens quoted when it is a real disagreement.</sub>\n")
 		}
 		fmt.Fprintf(&b, "\n<sub>first token: from just before the request was written to the first chunk with content or reasoning. decode: (tokens − 1) / (last − first chunk), which leaves the first token and prefill out. tokens: usage, else the serve's timings, else chunks (marked ≈). Rate judged on: %s. Warm-ups (%d) are not judged. Intervals: the median's distribution-free interval from order statistics, with its coverage.</sub>\n",
 			rateSource(r.Limits.RateSource), len(r.Warmups))
@@ -129,6 +147,12 @@ func markdown(r *Result, withTail bool) string {
 	row("model", Cell(r.Run.Model, 200))
 	if bl := r.Baseline; bl != nil {
 		row("baseline", fmt.Sprintf("%s: median %.1f tok/s, first token %.0f ms; allowed change %.0f%%", Cell(bl.File, 200), bl.Rate, bl.FirstTokenMS, r.Limits.MaxRegression*100))
+	}
+	if ref := r.Reference; ref != nil {
+		row("reference", ReferenceText(ref))
+	}
+	if r.Run.Kind == KindReference {
+		row("kind", "a reference, recorded by npu-serve-smoke record: route, rate and first token recorded, not judged")
 	}
 	row("serve", Cell(strings.Join(r.Serve.Argv, " "), 300))
 	row("hold", holdText(r.Hold))
@@ -217,7 +241,7 @@ func chart(r *Result) string {
 	return b.String()
 }
 
-func replyRow(rep *measure.Reply) string {
+func replyRow(rep *measure.Reply, agrees string) string {
 	ft := "—"
 	if v, ok := rep.FirstTokenMS(); ok {
 		ft = fmt.Sprintf("%.0f ms", v)
@@ -264,6 +288,9 @@ func replyRow(rep *measure.Reply) string {
 	}
 	if rep.Retried != "" {
 		excerpt = "(asked twice: the first attempt failed before any answer: " + Cell(rep.Retried, 60) + ") " + excerpt
+	}
+	if agrees != "" {
+		excerpt = agrees + " | " + excerpt
 	}
 	return fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %s | %s |\n", rep.N, Cell(rep.Prompt, 40), ft, rate, tokens, server, cache, excerpt)
 }
@@ -444,4 +471,51 @@ func RouteName(ev judge.Evidence) string {
 		return "fast"
 	}
 	return "neither"
+}
+
+// ReferenceText is the reference a run was compared with, for a table's
+// cell: where it came from, its kind, and what was checked.
+func ReferenceText(ref *Reference) string {
+	return fmt.Sprintf("%s (%s): %s kept, %d with logprobs; the same max_tokens (%d), thinking (%s) and %d first-round prompts",
+		Cell(ref.File, 200), Cell(ref.Kind, 20), Replies(ref.Checked.Replies), ref.Checked.Logprobs, ref.Checked.MaxTokens, Cell(ref.Checked.Thinking, 10), ref.Checked.Prompts)
+}
+
+// AgreesCell is the agreement of reply n for the replies table: "128/128",
+// "41/128 tie", the two tokens of a real disagreement, or why it was not
+// compared. Serve text is quoted (judge.Quote) and made a safe cell.
+func AgreesCell(as []agree.Reply, n int) string {
+	i := slices.IndexFunc(as, func(a agree.Reply) bool { return a.N == n })
+	if i < 0 {
+		return "—"
+	}
+	return Cell(AgreesText(as[i]), 200)
+}
+
+// AgreesText is one reply's agreement in a few words (AgreesCell), as plain
+// text.
+func AgreesText(a agree.Reply) string {
+	if a.RefN == 0 {
+		return "not in the reference"
+	}
+	s := fmt.Sprintf("%d/%d", a.Agree, a.Of)
+	if a.Unit == agree.UnitBytes {
+		s += " bytes (text only)"
+	}
+	if d := a.Diverged; d != nil {
+		if d.Tie {
+			s += " tie"
+			if d.Gap != nil {
+				s += fmt.Sprintf(" (gap %.2f)", *d.Gap)
+			}
+		} else {
+			s += fmt.Sprintf(", disagrees: the reference %s, this run %s", judge.Quote(d.Ref.Text, 20), judge.Quote(d.Run.Text, 20))
+		}
+	}
+	if a.KL != nil {
+		s += fmt.Sprintf(", KL %.3g", *a.KL)
+	}
+	if !a.OK {
+		s = "❌ " + s
+	}
+	return s
 }

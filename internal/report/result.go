@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
@@ -50,7 +51,11 @@ type Result struct {
 	Warmups    []measure.Reply   `json:"warmups,omitempty"`
 	NoReplies  string            `json:"no_replies,omitempty"` // why there are none
 	Baseline   *judge.Baseline   `json:"baseline,omitempty"`
-	Intervals  Intervals         `json:"intervals"`
+	// Reference is the trusted route's run the agreement is judged
+	// against, and Agreement how far each reply agrees with it.
+	Reference *Reference    `json:"reference,omitempty"`
+	Agreement []agree.Reply `json:"agreement,omitempty"`
+	Intervals Intervals     `json:"intervals"`
 	// Extra says how many replies were taken past --replies, and why.
 	Extra  Extra        `json:"extra"`
 	Run    RunFacts     `json:"run"`
@@ -97,6 +102,12 @@ type RunFacts struct {
 	Out       string    `json:"out"`
 	CheckName string    `json:"check_name"`
 	Tool      string    `json:"tool"` // the gate's version
+	// Kind is KindReference for a run made by record: its replies are a
+	// reference for other runs, its route and figures recorded, not judged.
+	Kind string `json:"kind,omitempty"`
+	// FirstRound is the prompts of the run's first round: every one of
+	// them must be in a reference (`judge DIR --reference` checks it).
+	FirstRound []string `json:"first_round,omitempty"`
 }
 
 // ServeFacts say how the serve went.
@@ -155,20 +166,50 @@ type GitHubFacts struct {
 func (r *Result) Pass() bool { return r.Verdict == Pass }
 
 // Judged sets the verdict and assertions from the judge, and the intervals.
+// A reference's run (KindReference) is judged on its content and release
+// only: NotJudged.
 func (r *Result) Judged(v judge.Verdict) {
 	r.SetIntervals()
 	r.Figures = FiguresOf(r.Replies)
+	if r.Run.Kind == KindReference {
+		v = NotJudged(v)
+	}
 	r.Assertions = v.Assertions
 	r.Verdict = Fail
 	if v.Pass {
 		r.Verdict = Pass
 	}
+	r.Agreement = nil
+	if r.Reference != nil {
+		r.Agreement = judge.Agreements(r.Input())
+	}
+}
+
+// NotJudgedWhy starts the detail of each assertion a reference's run records
+// and does not judge.
+const NotJudgedWhy = "recorded, not judged (a reference: the trusted route is slow by nature): "
+
+// NotJudged is a reference's verdict: content and release judged, and the
+// route, rate, first token and baseline recorded with their details, not
+// judged.
+func NotJudged(v judge.Verdict) judge.Verdict {
+	out := judge.Verdict{Pass: true}
+	for _, a := range v.Assertions {
+		switch a.Name {
+		case judge.Route, judge.Rate, judge.FirstToken, judge.Regression:
+			a.OK, a.Detail = true, NotJudgedWhy+a.Detail
+		}
+		out.Pass = out.Pass && a.OK
+		out.Assertions = append(out.Assertions, a)
+	}
+	return out
 }
 
 // Input is what the judge needs of the result.
 func (r *Result) Input() judge.Input {
 	return judge.Input{Route: r.Route, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies, Baseline: r.Baseline,
-		Release: judge.Release{Survivors: r.Serve.Survivors, Left: r.Serve.Left, Lost: r.Hold.Lost, Stopped: r.Serve.SupervisorStopped}}
+		Reference: r.Reference.Judge(),
+		Release:   judge.Release{Survivors: r.Serve.Survivors, Left: r.Serve.Left, Lost: r.Hold.Lost, Stopped: r.Serve.SupervisorStopped}}
 }
 
 // Median is the median of the replies' figures that exist, for outputs and
@@ -260,6 +301,18 @@ func Read(dir string) (*Result, error) {
 		return nil, err
 	}
 	r.Replies = merge(r.Replies, replies)
+	// The reference's replies are in reference.json (result.json names it
+	// and what was checked); a run without one, or made before they were
+	// kept, has none.
+	ref, err := ReadReference(dir)
+	if err != nil {
+		return nil, err
+	}
+	if ref != nil {
+		r.Reference = ref
+	} else if r.Reference != nil {
+		r.Reference.Replies = nil
+	}
 	return r, nil
 }
 
