@@ -350,7 +350,7 @@ func (g *Gate) prober(base string) *probe.Prober {
 	pr := &probe.Prober{
 		URL: base + p.ChatPath, Model: p.Model, MaxTokens: p.MaxTokens,
 		Thinking: p.Thinking == "on", ThinkingControl: p.ThinkingControl,
-		RequestTimeout: p.RequestTimeout,
+		RequestTimeout: p.RequestTimeout, TopLogprobs: p.TopLogprobs,
 	}
 	if p.StatsPath != "" {
 		pr.StatsURL = base + p.StatsPath
