@@ -102,7 +102,7 @@ func TestCompare(t *testing.T) {
 			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 2,
 				KL: ptr(notInKL), MaxKL: ptr(notInKL), Top1: ptr(0.0),
 				Diverged: &Divergence{Ref: a(" A", 0.40), Run: a(" Z", 0.40), Gap: ptr(math.Log(0.40) - math.Log(0.39))},
-				Why: "a real disagreement at token 1"},
+				Why:      "a real disagreement at token 1"},
 		},
 		{
 			name: "a tie wider than the margin is a real disagreement",
@@ -121,7 +121,7 @@ func TestCompare(t *testing.T) {
 			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 1, Of: 2, Shared: 1, K: 3,
 				KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0),
 				Diverged: &Divergence{Position: 1, Ref: alt(ptr(sure("b"))), Ended: EndedRun},
-				Why: "a real disagreement at token 2"},
+				Why:      "a real disagreement at token 2"},
 		},
 		{
 			name: "the reference ends where this run goes on",
@@ -129,7 +129,7 @@ func TestCompare(t *testing.T) {
 			run:  rep(1, sure("a")),
 			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1,
 				Diverged: &Divergence{Run: alt(ptr(sure("a"))), Ended: EndedReference},
-				Why: "a real disagreement at token 1"},
+				Why:      "a real disagreement at token 1"},
 		},
 		{
 			name: "no logprobs on the reference: text only, in bytes",
@@ -227,4 +227,168 @@ func klByHand(p, q map[string]float64) float64 {
 		d += pp[k] / ps * math.Log((pp[k]/ps)/(qq[k]/qs))
 	}
 	return d
+}
+
+func TestTopK(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	lp := func(text string, l float64) measure.Alt { return measure.Alt{Text: text, Logprob: l} }
+	tests := []struct {
+		name string
+		list []measure.Alt
+		k    int
+		want []measure.Alt
+	}{
+		{"in order already", []measure.Alt{lp("a", -0.1), lp("b", -2), lp("c", -3)}, 5,
+			[]measure.Alt{lp("a", -0.1), lp("b", -2), lp("c", -3)}},
+		{"out of order, cut to k", []measure.Alt{lp("c", -3), lp("a", -0.1), lp("d", -4), lp("b", -2)}, 2,
+			[]measure.Alt{lp("a", -0.1), lp("b", -2)}},
+		{"a repeat keeps its most likely entry", []measure.Alt{lp("b", -2), lp("a", -1), lp("b", -0.5), lp("a", -3)}, 5,
+			[]measure.Alt{lp("b", -0.5), lp("a", -1)}},
+		{"a repeat below the cut does not push another out", []measure.Alt{lp("a", -0.1), lp("b", -1), lp("a", -2)}, 2,
+			[]measure.Alt{lp("a", -0.1), lp("b", -1)}},
+		{"NaN and positive logprobs are left out; -Inf is the floor; a rounding above 0 is 0",
+			[]measure.Alt{lp("n", nan), lp("p", 0.5), lp("i", inf), lp("z", math.Inf(-1)), lp("r", 1e-6)}, 5,
+			[]measure.Alt{lp("r", 0), lp("z", math.Log(MinProb))}},
+		{"equal logprobs keep their order", []measure.Alt{lp("a", -1), lp("b", -1), lp("c", -1)}, 2,
+			[]measure.Alt{lp("a", -1), lp("b", -1)}},
+		{"by id when both give one: one id, two texts, is one token", []measure.Alt{aID("a", 7, 0.5), aID("A", 7, 0.6), aID("a", 8, 0.1)}, 5,
+			[]measure.Alt{aID("A", 7, 0.6), aID("a", 8, 0.1)}},
+		{"empty", nil, 5, []measure.Alt{}},
+		{"k 0", []measure.Alt{lp("a", -1)}, 0, []measure.Alt{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := topK(make([]measure.Alt, 3), tt.list, tt.k)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateApprox(0, 1e-12), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("topK(%v, %d) mismatch (-want +got):\n%s", tt.list, tt.k, diff)
+			}
+		})
+	}
+}
+
+// TestCompareHostile: what the serve sends out of order, repeated or not a
+// logprob at all gives the figures of the clean lists.
+func TestCompareHostile(t *testing.T) {
+	clean := rep(1, tok("a", a("a", 0.6), a("b", 0.3), a("c", 0.05)), tok("b", a("b", 0.7), a("c", 0.2)))
+	run := rep(2, tok("a", a("a", 0.5), a("c", 0.3), a("b", 0.1)), tok("c", a("c", 0.5), a("b", 0.45)))
+	hostile := rep(1,
+		tok("a", a("c", 0.05), measure.Alt{Text: "d", Logprob: math.NaN()}, a("b", 0.3), a("a", 0.6), a("b", 0.01), measure.Alt{Text: "e", Logprob: 3}),
+		tok("b", a("c", 0.2), a("b", 0.7), a("c", 0.1), measure.Alt{Text: "f", Logprob: math.Inf(1)}))
+	hostile.TopLogprobs = 3
+	want := Compare(&clean, &run, bounds)
+	got := Compare(&hostile, &run, bounds)
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("Compare(hostile) mismatch (-clean +hostile):\n%s", diff)
+	}
+	// A token's own logprob that is not one is reported from its list, or
+	// as the floor.
+	bad := rep(3, measure.Token{Text: "c", Logprob: math.NaN(), Top: []measure.Alt{a("c", 0.25), a("a", 0.2)}}, measure.Token{Text: "z", Logprob: 2})
+	r := Compare(&clean, &bad, bounds)
+	if r.Diverged == nil || r.Diverged.Run.Logprob != math.Log(0.25) {
+		t.Errorf("Compare(NaN token logprob).Diverged = %+v, want the run's token at log(0.25) from its list", r.Diverged)
+	}
+	bad.Generated[0].Top = nil
+	r = Compare(&clean, &bad, bounds)
+	if r.Diverged == nil || r.Diverged.Run.Logprob != math.Log(MinProb) {
+		t.Errorf("Compare(NaN token logprob, no list).Diverged = %+v, want the run's token at log(MinProb)", r.Diverged)
+	}
+}
+
+// TestCompareK: sides that listed different numbers of alternatives are
+// compared on the smaller, and the reply says so.
+func TestCompareK(t *testing.T) {
+	five := rep(1, tok("a", a("a", 0.5), a("b", 0.2), a("c", 0.1), a("d", 0.05), a("e", 0.04)))
+	five.TopLogprobs = 5
+	three := rep(1, tok("a", a("a", 0.5), a("b", 0.2), a("c", 0.1)))
+	three.TopLogprobs = 3
+	got := Compare(&five, &three, bounds)
+	if got.K != 3 || got.KNote != "the reference listed 5 alternatives, this run 3: both compared on their top 3" {
+		t.Errorf("Compare(5 against 3) K = %d, KNote %q; want 3 and a note", got.K, got.KNote)
+	}
+	// On the top 3 of both, the lists are the same: no distance.
+	if got.KL == nil || *got.KL != 0 {
+		t.Errorf("Compare(5 against 3) KL = %v, want 0: both cut to their top 3", got.KL)
+	}
+	if got := Compare(&three, &five, bounds); got.KNote != "the reference listed 3 alternatives, this run 5: both compared on their top 3" {
+		t.Errorf("Compare(3 against 5) KNote = %q", got.KNote)
+	}
+	// Asked for none: the longest list sent; at most MaxK.
+	long := rep(1, tok("a", a("a", 0.5)))
+	for i := range MaxK + 5 {
+		long.Generated[0].Top = append(long.Generated[0].Top, a(strings.Repeat("x", i+1), 0.001))
+	}
+	long.TopLogprobs = 0
+	if got := Compare(&long, &long, bounds); got.K != MaxK {
+		t.Errorf("Compare(%d alternatives, none asked) K = %d, want %d", MaxK+6, got.K, MaxK)
+	}
+}
+
+// TestCompareIDs: tokens are the same by id when both sides give one, else
+// by text.
+func TestCompareIDs(t *testing.T) {
+	withID := func(text string, id int) measure.Token {
+		return measure.Token{Text: text, ID: &id, Logprob: -0.1, Top: []measure.Alt{aID(text, id, 0.9)}}
+	}
+	noID := func(text string) measure.Token { return tok(text, a(text, 0.9)) }
+	tests := []struct {
+		name     string
+		ref, run measure.Token
+		agree    int
+	}{
+		{"one id, two texts (a byte token rendered apart)", withID("\ufffd", 5), withID("\xe9", 5), 1},
+		{"one text, two ids", withID("a", 5), withID("a", 6), 0},
+		{"an id on one side only: by text", withID("a", 5), noID("a"), 1},
+		{"an id on one side only, texts apart", withID("a", 5), noID("b"), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ref, run := rep(1, tt.ref), rep(1, tt.run)
+			if got := Compare(&ref, &run, bounds); got.Agree != tt.agree {
+				t.Errorf("Compare(%+v, %+v).Agree = %d, want %d", tt.ref, tt.run, got.Agree, tt.agree)
+			}
+		})
+	}
+}
+
+func TestMatch(t *testing.T) {
+	ref := []measure.Reply{
+		{N: 1, Prompt: "warm", Warmup: true},
+		{N: 1, Prompt: "a", Error: "HTTP 500"},
+		{N: 2, Prompt: "a"},
+		{N: 3, Prompt: "b"},
+		{N: 4, Prompt: "a"},
+		{N: 5, Prompt: "c", Error: "first"},
+		{N: 6, Prompt: "c", Error: "second"},
+	}
+	run := []measure.Reply{{N: 1, Prompt: "b"}, {N: 2, Prompt: "a"}, {N: 3, Prompt: "warm"}, {N: 4, Prompt: "c"}, {N: 5, Prompt: "B"}}
+	var got []int
+	for _, p := range Match(run, ref) {
+		n := 0
+		if p != nil {
+			n = p.N
+		}
+		got = append(got, n)
+	}
+	// b: 3; a: the first that is not an error, 2; warm: a warm-up, none; c:
+	// both errors, the first; B: none (the text, exactly).
+	if diff := cmp.Diff([]int{3, 2, 0, 5, 0}, got); diff != "" {
+		t.Errorf("Match() reference replies mismatch (-want +got):\n%s", diff)
+	}
+	all := CompareAll(run[:3], ref, bounds)
+	if all[2].RefN != 0 || all[2].OK || all[2].Why != "not in the reference" || all[2].N != 3 {
+		t.Errorf("CompareAll() for a prompt not in the reference = %+v", all[2])
+	}
+	if all[0].RefN != 3 || all[0].N != 1 || !all[0].OK {
+		t.Errorf("CompareAll() for prompt b = %+v, want reference reply 3, agreeing (both empty)", all[0])
+	}
+}
+
+func TestOrDefault(t *testing.T) {
+	if got := (Bounds{}).OrDefault(); got != Default {
+		t.Errorf("Bounds{}.OrDefault() = %v, want %v", got, Default)
+	}
+	b := Bounds{TieMargin: 0, MaxKL: 1}
+	if got := b.OrDefault(); got != b {
+		t.Errorf("%v.OrDefault() = %v, want it unchanged", b, got)
+	}
 }
