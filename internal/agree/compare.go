@@ -106,27 +106,37 @@ func compareText(r *Reply, ref, run string) {
 		r.OK = true
 		return
 	}
-	// Back to the start of the rune the two differ in, so both quotes are
-	// whole characters.
-	for i > 0 && !utf8.RuneStart(ref[i]) {
-		i--
+	// Back to the start of the character the two differ in, so both
+	// quotes are whole characters: the byte there on the side that has
+	// one (before it, the two are the same).
+	longer := ref
+	if i == len(ref) {
+		longer = run
 	}
+	i = runeStart(longer, i)
 	r.Diverged = &Divergence{Position: r.Agree,
 		Ref: measure.Alt{Text: cut(ref[i:])}, Run: measure.Alt{Text: cut(run[i:])}}
 	r.Diverged.Ended = ended(len(ref), len(run), r.Agree)
 	r.Why = fmt.Sprintf("the texts differ at byte %d", r.Agree+1)
 }
 
-// cut is s cut to quoteBytes bytes, at a rune start.
+// cut is s cut to quoteBytes bytes, at a character's start.
 func cut(s string) string {
 	if len(s) <= quoteBytes {
 		return s
 	}
-	i := quoteBytes
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
+	return s[:runeStart(s, quoteBytes)]
+}
+
+// runeStart is i, or the start of the character byte i of s is in: at most
+// utf8.UTFMax-1 bytes back, so text that is not UTF-8 is cut where it is.
+func runeStart(s string, i int) int {
+	for j := i; j > i-utf8.UTFMax && j >= 0; j-- {
+		if utf8.RuneStart(s[j]) {
+			return j
+		}
 	}
-	return s[:i]
+	return i
 }
 
 // ended says which side ended at position i, if one did.

@@ -32,6 +32,12 @@ func said(n int, prompt string, toks ...measure.Token) measure.Reply {
 	return r
 }
 
+// wide is r asking for 3 alternatives.
+func wide(r measure.Reply) measure.Reply {
+	r.TopLogprobs = 3
+	return r
+}
+
 func TestJudgeAgreement(t *testing.T) {
 	ref := []measure.Reply{
 		said(1, "France?", sure(" Paris"), sure(".")),
@@ -72,6 +78,18 @@ func TestJudgeAgreement(t *testing.T) {
 			want: Assertion{Name: Agreement, Detail: `2 of 4 compared replies disagree with the reference ref/result.json: ` +
 				`reply 3, token 2: the reference "." (-0.1), this run " //" (-3.9); reply 4: a real disagreement at token 1 ` +
 				`(each: 2/2, 2/2, 1/2, 0/2; mean KL 0.2012 nats over 7 shared positions (largest 0.7042), top-1 71.4%; tie margin 0.1 nats, mean KL at most 0.01)`},
+		},
+		{
+			name: "apart in distribution, an error, and lists of another length, said once",
+			replies: []measure.Reply{
+				wide(said(1, "France?", measure.Token{Text: " Paris", Logprob: math.Log(0.6), Top: []measure.Alt{alt(" Paris", 0.6), alt("x", 0.3), alt("y", 0.05)}}, sure("."))),
+				wide(said(2, "Italy?", sure(" Rome"), sure("."))),
+				func() measure.Reply { r := said(3, "Spain?"); r.Error = "HTTP 500"; return r }(),
+			},
+			want: Assertion{Name: Agreement, Detail: `2 of 3 compared replies disagree with the reference ref/result.json: ` +
+				`reply 1: the mean KL, 0.1179 nats, is above 0.01; reply 3: this run's reply is an error ` +
+				`(each: 2/2, 2/2, 0/0; mean KL 0.0589 nats over 4 shared positions (largest 0.2358), top-1 100.0%; tie margin 0.1 nats, mean KL at most 0.01; ` +
+				`the reference listed 2 alternatives, this run 3: both compared on their top 2)`},
 		},
 		{
 			name:    "text only: weaker evidence",
