@@ -197,14 +197,7 @@ func topK(dst []measure.Alt, list []measure.Alt, k int) []measure.Alt {
 			continue
 		}
 		a.Logprob = lp
-		dup := -1
-		for j := range dst {
-			if same(dst[j], a) {
-				dup = j
-				break
-			}
-		}
-		if dup >= 0 {
+		if dup := find(dst, a); dup >= 0 {
 			if a.Logprob <= dst[dup].Logprob {
 				continue
 			}
@@ -242,10 +235,8 @@ func floor(list []measure.Alt) float64 {
 // probOf is the probability list gives a: its entry's, or fl when it has
 // none; at least MinProb.
 func probOf(list []measure.Alt, a measure.Alt, fl float64) float64 {
-	for _, b := range list {
-		if same(a, b) {
-			return max(math.Exp(b.Logprob), MinProb)
-		}
+	if j := find(list, a); j >= 0 {
+		return max(math.Exp(list[j].Logprob), MinProb)
 	}
 	return fl
 }
@@ -266,7 +257,7 @@ func kl(ref, run []measure.Alt) float64 {
 		add(max(math.Exp(a.Logprob), MinProb), probOf(run, a, runFloor))
 	}
 	for _, a := range run {
-		if !contains(ref, a) {
+		if find(ref, a) < 0 {
 			add(refFloor, max(math.Exp(a.Logprob), MinProb))
 		}
 	}
@@ -275,13 +266,14 @@ func kl(ref, run []measure.Alt) float64 {
 	return max(d, 0) // rounding can leave -1e-17
 }
 
-func contains(list []measure.Alt, a measure.Alt) bool {
-	for _, b := range list {
-		if same(a, b) {
-			return true
+// find is the index of a's first entry in list, or -1.
+func find(list []measure.Alt, a measure.Alt) int {
+	for j := range list {
+		if same(list[j], a) {
+			return j
 		}
 	}
-	return false
+	return -1
 }
 
 // compareTokens is Compare with logprobs on both sides.
@@ -354,12 +346,8 @@ func divergence(rg, ug []measure.Token, i, k int, b Bounds) *Divergence {
 		gap := top[0].Logprob - top[1].Logprob
 		d.Gap = &gap
 	}
-	for _, a := range top {
-		if same(a, d.Run) {
-			lp := a.Logprob
-			d.RunInRef = &lp
-			break
-		}
+	if j := find(top, d.Run); j >= 0 {
+		d.RunInRef = &top[j].Logprob
 	}
 	d.Tie = d.Gap != nil && *d.Gap <= b.TieMargin && d.RunInRef != nil
 	return d
@@ -372,11 +360,9 @@ func soundAlt(t *measure.Token, k int) measure.Alt {
 	lp, ok := logprob(a.Logprob)
 	if !ok {
 		lp = minLogprob
-		for _, b := range topK(nil, t.Top, k) {
-			if same(a, b) {
-				lp = b.Logprob
-				break
-			}
+		own := topK(nil, t.Top, k)
+		if j := find(own, a); j >= 0 {
+			lp = own[j].Logprob
 		}
 	}
 	a.Logprob = lp

@@ -66,6 +66,7 @@ func TestCompare(t *testing.T) {
 	tests := []struct {
 		name     string
 		ref, run measure.Reply
+		bounds   Bounds // zero: bounds
 		want     Reply
 	}{
 		{
@@ -207,6 +208,24 @@ func TestCompare(t *testing.T) {
 				Top1:  ptr(1.0), Why: "the mean KL, 0.2938 nats, is above 0.01"},
 		},
 		{
+			name:   "a gap of exactly the margin is within it",
+			bounds: Bounds{TieMargin: 0.25, MaxKL: 0.1},
+			ref:    rep(1, tok("a", measure.Alt{Text: "a", Logprob: -0.5}, measure.Alt{Text: "b", Logprob: -0.75})),
+			run:    rep(1, tok("b", measure.Alt{Text: "b", Logprob: -0.5}, measure.Alt{Text: "a", Logprob: -0.75})),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 2,
+				KL: ptr(0.25 * (math.Exp(-0.5) - math.Exp(-0.75)) / (math.Exp(-0.5) + math.Exp(-0.75))), MaxKL: ptr(0.25 * (math.Exp(-0.5) - math.Exp(-0.75)) / (math.Exp(-0.5) + math.Exp(-0.75))), Top1: ptr(0.0),
+				Diverged: &Divergence{Ref: measure.Alt{Text: "a", Logprob: -0.5}, Run: measure.Alt{Text: "b", Logprob: -0.5},
+					RunInRef: ptr(-0.75), Gap: ptr(0.25), Tie: true},
+				OK: true},
+		},
+		{
+			name: "a position without alternatives is left out of the shared ones, not the end of them",
+			ref:  rep(1, tok("a"), sure("b")),
+			run:  rep(1, tok("a"), sure("b")),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 2, Of: 2, Shared: 1, K: 3,
+				KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0), OK: true},
+		},
+		{
 			name: "no alternatives listed: no shared position, judged on the tokens",
 			ref:  rep(1, tok("a"), tok("b")),
 			run:  rep(1, tok("a"), tok("b")),
@@ -215,7 +234,11 @@ func TestCompare(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Compare(&tt.ref, &tt.run, bounds)
+			b := tt.bounds
+			if b == (Bounds{}) {
+				b = bounds
+			}
+			got := Compare(&tt.ref, &tt.run, b)
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 				t.Errorf("Compare() mismatch (-want +got):\n%s", diff)
 			}
@@ -281,8 +304,8 @@ func TestTopK(t *testing.T) {
 		{"a repeat below the cut does not push another out", []measure.Alt{lp("a", -0.1), lp("b", -1), lp("a", -2)}, 2,
 			[]measure.Alt{lp("a", -0.1), lp("b", -1)}},
 		{"NaN and positive logprobs are left out; -Inf is the floor; a rounding above 0 is 0",
-			[]measure.Alt{lp("n", nan), lp("p", 0.5), lp("i", inf), lp("z", math.Inf(-1)), lp("r", 1e-6)}, 5,
-			[]measure.Alt{lp("r", 0), lp("z", math.Log(MinProb))}},
+			[]measure.Alt{lp("n", nan), lp("p", 0.5), lp("i", inf), lp("z", math.Inf(-1)), lp("r", 1e-6), lp("s", roundingSlack), lp("t", 2*roundingSlack)}, 5,
+			[]measure.Alt{lp("r", 0), lp("s", 0), lp("z", math.Log(MinProb))}},
 		{"equal logprobs keep their order", []measure.Alt{lp("a", -1), lp("b", -1), lp("c", -1)}, 2,
 			[]measure.Alt{lp("a", -1), lp("b", -1)}},
 		{"by id when both give one: one id, two texts, is one token", []measure.Alt{aID("a", 7, 0.5), aID("A", 7, 0.6), aID("a", 8, 0.1)}, 5,
@@ -408,12 +431,15 @@ func TestMatch(t *testing.T) {
 	if diff := cmp.Diff([]int{3, 2, 0, 5, 0}, got); diff != "" {
 		t.Errorf("Match() reference replies mismatch (-want +got):\n%s", diff)
 	}
-	all := CompareAll(run[:3], ref, bounds)
+	all := CompareAll(run, ref, bounds)
 	if all[2].RefN != 0 || all[2].OK || all[2].Why != "not in the reference" || all[2].N != 3 {
 		t.Errorf("CompareAll() for a prompt not in the reference = %+v", all[2])
 	}
 	if all[0].RefN != 3 || all[0].N != 1 || !all[0].OK {
 		t.Errorf("CompareAll() for prompt b = %+v, want reference reply 3, agreeing (both empty)", all[0])
+	}
+	if all[3].RefN != 5 || all[3].N != 4 || all[3].Why != "the reference's reply is an error" {
+		t.Errorf("CompareAll() for prompt c, after one not in the reference = %+v, want reference reply 5, an error", all[3])
 	}
 }
 
