@@ -65,7 +65,8 @@ var minLogprob = math.Log(MinProb)
 // The reply agrees (OK) when it has no real disagreement (no divergence, or
 // one at a near-tie) and its mean KL is at most b.MaxKL.
 //
-// Without logprobs on either side, the unit is the byte: Agree is the common
+// Without logprobs on either side (or a side that says it sent them and sent
+// no token for its content), the unit is the byte: Agree is the common
 // prefix of the two contents, and the reply agrees only when they are equal;
 // this is weaker evidence, and Unit says so.
 //
@@ -74,7 +75,7 @@ var minLogprob = math.Log(MinProb)
 // topK). The time is linear in the tokens.
 func Compare(ref, run *measure.Reply, b Bounds) Reply {
 	r := Reply{N: run.N, RefN: ref.N, Unit: UnitTokens}
-	if ref.Logprobs != measure.LogprobsSent || run.Logprobs != measure.LogprobsSent {
+	if !tokens(ref) || !tokens(run) {
 		r.Unit = UnitBytes
 	}
 	if run.Error != "" {
@@ -91,6 +92,12 @@ func Compare(ref, run *measure.Reply, b Bounds) Reply {
 	}
 	compareTokens(&r, ref, run, b)
 	return r
+}
+
+// tokens reports whether r's tokens can be compared: it sent logprobs, and
+// tokens with them unless its content is empty.
+func tokens(r *measure.Reply) bool {
+	return r.Logprobs == measure.LogprobsSent && (len(r.Generated) > 0 || r.Content == "")
 }
 
 // compareText is Compare without logprobs: the common prefix in bytes.

@@ -1,6 +1,7 @@
 package agree
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -137,6 +138,18 @@ func TestCompare(t *testing.T) {
 			ref:  measure.Reply{N: 1, Content: "The capital is Paris.", Logprobs: measure.LogprobsNone},
 			run:  rep(1, sure("The capital"), sure(" is"), sure(" Paris.")),
 			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 21, Of: 21, OK: true},
+		},
+		{
+			name: "logprobs said sent, but no token for the content: text only",
+			ref:  rep(1, sure("Paris")),
+			run:  measure.Reply{N: 1, Content: "Paris", Logprobs: measure.LogprobsSent},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 5, Of: 5, OK: true},
+		},
+		{
+			name: "both empty, logprobs sent: tokens, agreeing",
+			ref:  rep(1),
+			run:  rep(2),
+			want: Reply{N: 2, RefN: 1, Unit: UnitTokens, OK: true},
 		},
 		{
 			name: "text only, differing inside a character: quoted from its first byte",
@@ -336,6 +349,9 @@ func TestCompareHostile(t *testing.T) {
 	got := Compare(&hostile, &run, bounds)
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 		t.Errorf("Compare(hostile) mismatch (-clean +hostile):\n%s", diff)
+	}
+	if _, err := json.Marshal(got); err != nil {
+		t.Errorf("json.Marshal(Compare(hostile)) = %v: every figure must be a number JSON can hold", err)
 	}
 	// A token's own logprob that is not one is reported from its list, or
 	// as the floor.
