@@ -184,11 +184,11 @@ func TestCompare(t *testing.T) {
 				Why:      "the texts differ at byte 2"},
 		},
 		{
-			name: "text only, not UTF-8: cut where it is",
-			ref:  measure.Reply{N: 1, Content: strings.Repeat("\x80", 30)},
+			name: "text only, not UTF-8: cut where it is, a character being 4 bytes at most",
+			ref:  measure.Reply{N: 1, Content: strings.Repeat("\x80", 20) + "a" + strings.Repeat("\x80", 10)},
 			run:  measure.Reply{N: 1, Content: "a"},
-			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 0, Of: 30,
-				Diverged: &Divergence{Ref: measure.Alt{Text: strings.Repeat("\x80", 24)}, Run: measure.Alt{Text: "a"}},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 0, Of: 31,
+				Diverged: &Divergence{Ref: measure.Alt{Text: strings.Repeat("\x80", 20) + "a\x80\x80\x80"}, Run: measure.Alt{Text: "a"}},
 				Why:      "the texts differ at byte 1"},
 		},
 		{
