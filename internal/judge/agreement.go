@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,7 +45,7 @@ func judgeAgreement(in Input) Assertion {
 		if r.Unit == agree.UnitBytes {
 			textOnly = append(textOnly, strconv.Itoa(r.N))
 		}
-		if r.KNote != "" && len(notes) == 0 {
+		if r.KNote != "" && !slices.Contains(notes, r.KNote) {
 			notes = append(notes, r.KNote)
 		}
 		if r.Shared > 0 {
@@ -99,9 +100,6 @@ func eachOf(r *agree.Reply) string {
 	}
 	if r.Diverged != nil && r.Diverged.Tie {
 		s += fmt.Sprintf(" at a tie (gap %.2f nats)", *r.Diverged.Gap)
-	}
-	if r.Why != "" && r.Diverged == nil {
-		s += " (" + r.Why + ")"
 	}
 	return s
 }
