@@ -144,8 +144,9 @@ func TestReferenceFile(t *testing.T) {
 	// Without reference.json (a run made before references were kept, or
 	// an artifact without it): the facts stay, the replies are none.
 	os.Remove(filepath.Join(dir, ReferenceFile))
-	if got, err = Read(dir); err != nil || got.Reference == nil || got.Reference.Replies != nil {
-		t.Errorf("Read() without reference.json = %+v, %v; want the facts and no replies", got.Reference, err)
+	if got, err = Read(dir); err != nil || got.Reference == nil || got.Reference.Replies != nil ||
+		got.Reference.File != "ref/result.json (its replies are not in reference.json: pass --reference again)" {
+		t.Errorf("Read() without reference.json = %+v, %v; want the facts, no replies, and why in its file", got.Reference, err)
 	}
 
 	// A link or a foreign file is refused.

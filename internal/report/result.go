@@ -311,7 +311,10 @@ func Read(dir string) (*Result, error) {
 	if ref != nil {
 		r.Reference = ref
 	} else if r.Reference != nil {
+		// The agreement then has nothing to compare, and its detail names
+		// the reference by File: say why there.
 		r.Reference.Replies = nil
+		r.Reference.File += fmt.Sprintf(" (its replies are not in %s: pass --reference again)", ReferenceFile)
 	}
 	return r, nil
 }
