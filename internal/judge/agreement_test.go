@@ -60,12 +60,12 @@ func TestJudgeAgreement(t *testing.T) {
 			name: "the same answers, one at a tie, one not in the reference",
 			replies: []measure.Reply{
 				said(1, "Spain?", tie, sure(".")),
-				said(2, "France?", sure(" Paris"), sure(".")),
-				said(3, "Peru?", sure(" Lima")),
+				said(2, "Peru?", sure(" Lima")),
+				said(3, "France?", sure(" Paris"), sure(".")),
 			},
 			want: Assertion{Name: Agreement, OK: true, Detail: `2 of 2 compared replies agree with the reference ref/result.json ` +
-				`(each: 0/2 at a tie (gap 0.02 nats), 2/2, -; mean KL 0.0001 nats over 3 shared positions (largest 0.0002), top-1 66.7%; ` +
-				`tie margin 0.1 nats, mean KL at most 0.01; not in the reference, not judged: reply 3)`},
+				`(each: 0/2 at a tie (gap 0.02 nats), -, 2/2; mean KL 0.0001 nats over 3 shared positions (largest 0.0002), top-1 66.7%; ` +
+				`tie margin 0.1 nats, mean KL at most 0.01; not in the reference, not judged: reply 2)`},
 		},
 		{
 			name: "a real disagreement quoted with both tokens and their logprobs",
