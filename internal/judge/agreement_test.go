@@ -92,6 +92,20 @@ func TestJudgeAgreement(t *testing.T) {
 				`the reference listed 2 alternatives, this run 3: both compared on their top 2)`},
 		},
 		{
+			name:    "this run ended where the reference went on",
+			replies: []measure.Reply{said(1, "France?", sure(" Paris"))},
+			want: Assertion{Name: Agreement, Detail: `1 of 1 compared replies disagree with the reference ref/result.json: ` +
+				`reply 1, token 2: the reference "." (-0.1), this run ended ` +
+				`(each: 1/2; mean KL 0.0000 nats over 1 shared position (largest 0.0000), top-1 100.0%; tie margin 0.1 nats, mean KL at most 0.01)`},
+		},
+		{
+			name:    "the reference ended where this run went on",
+			replies: []measure.Reply{said(1, "France?", sure(" Paris"), sure("."), sure(" It"))},
+			want: Assertion{Name: Agreement, Detail: `1 of 1 compared replies disagree with the reference ref/result.json: ` +
+				`reply 1, token 3: the reference ended, this run " It" (-0.1) ` +
+				`(each: 2/3; mean KL 0.0000 nats over 2 shared positions (largest 0.0000), top-1 100.0%; tie margin 0.1 nats, mean KL at most 0.01)`},
+		},
+		{
 			name:    "text only: weaker evidence",
 			replies: []measure.Reply{textOnly(said(1, "France?", sure(" Paris"), sure(".")))},
 			limits:  agree.Bounds{TieMargin: 0.5, MaxKL: 0.2},
