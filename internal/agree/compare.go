@@ -325,12 +325,13 @@ func compareTokens(r *Reply, ref, run *measure.Reply, b Bounds) {
 	if i < r.Of {
 		r.Diverged = divergence(rg, ug, i, r.K, b)
 	}
-	switch {
-	case r.Diverged != nil && !r.Diverged.Tie:
+	// if, not switch: each condition is then a statement of its own, which
+	// mutation testing can reach.
+	if r.Diverged != nil && !r.Diverged.Tie {
 		r.Why = fmt.Sprintf("a real disagreement at token %d", i+1)
-	case r.KL != nil && *r.KL > b.MaxKL:
+	} else if r.KL != nil && *r.KL > b.MaxKL {
 		r.Why = fmt.Sprintf("the mean KL, %.4f nats, is above %g", *r.KL, b.MaxKL)
-	default:
+	} else {
 		r.OK = true
 	}
 }

@@ -221,6 +221,23 @@ func TestCompare(t *testing.T) {
 				Top1:  ptr(1.0), Why: "the mean KL, 0.2938 nats, is above 0.01"},
 		},
 		{
+			name:   "a KL of exactly the bound is within it",
+			ref:    rep(1, sure("a")),
+			run:    rep(1, sure("a")),
+			bounds: Bounds{TieMargin: 0.1, MaxKL: 0},
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 1, Of: 1, Shared: 1, K: 3,
+				KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0), OK: true},
+		},
+		{
+			name: "a reference that did not take its most likely token: this run's, its top-1, is among its top K",
+			ref:  rep(1, tok(" A", a(" B", 0.50), a(" A", 0.47))),
+			run:  rep(1, tok(" B", a(" B", 0.50), a(" A", 0.47))),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 2, KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0),
+				Diverged: &Divergence{Ref: a(" A", 0.47), Run: a(" B", 0.50), RunInRef: ptr(math.Log(0.50)),
+					Gap: ptr(math.Log(0.50) - math.Log(0.47)), Tie: true},
+				OK: true},
+		},
+		{
 			name:   "a gap of exactly the margin is within it",
 			bounds: Bounds{TieMargin: 0.25, MaxKL: 0.1},
 			ref:    rep(1, tok("a", measure.Alt{Text: "a", Logprob: -0.5}, measure.Alt{Text: "b", Logprob: -0.75})),

@@ -66,8 +66,12 @@ func judgeAgreement(in Input) Assertion {
 	}
 	figures := "each: " + strings.Join(each, ", ")
 	if shared > 0 {
-		figures += fmt.Sprintf("; mean KL %.4f nats over %d shared positions (largest %.4f), top-1 %.1f%%",
-			kl/float64(shared), shared, worst, top1/float64(shared)*100)
+		positions := "positions"
+		if shared == 1 {
+			positions = "position"
+		}
+		figures += fmt.Sprintf("; mean KL %.4f nats over %d shared %s (largest %.4f), top-1 %.1f%%",
+			kl/float64(shared), shared, positions, worst, top1/float64(shared)*100)
 	}
 	figures += fmt.Sprintf("; tie margin %g nats, mean KL at most %g", b.TieMargin, b.MaxKL)
 	if len(missing) > 0 {

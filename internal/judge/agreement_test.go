@@ -60,12 +60,12 @@ func TestJudgeAgreement(t *testing.T) {
 			name: "the same answers, one at a tie, one not in the reference",
 			replies: []measure.Reply{
 				said(1, "Spain?", tie, sure(".")),
-				said(2, "France?", sure(" Paris"), sure(".")),
-				said(3, "Peru?", sure(" Lima")),
+				said(2, "Peru?", sure(" Lima")),
+				said(3, "France?", sure(" Paris"), sure(".")),
 			},
 			want: Assertion{Name: Agreement, OK: true, Detail: `2 of 2 compared replies agree with the reference ref/result.json ` +
-				`(each: 0/2 at a tie (gap 0.02 nats), 2/2, -; mean KL 0.0001 nats over 3 shared positions (largest 0.0002), top-1 66.7%; ` +
-				`tie margin 0.1 nats, mean KL at most 0.01; not in the reference, not judged: reply 3)`},
+				`(each: 0/2 at a tie (gap 0.02 nats), -, 2/2; mean KL 0.0001 nats over 3 shared positions (largest 0.0002), top-1 66.7%; ` +
+				`tie margin 0.1 nats, mean KL at most 0.01; not in the reference, not judged: reply 2)`},
 		},
 		{
 			name: "a real disagreement quoted with both tokens and their logprobs",
@@ -90,6 +90,20 @@ func TestJudgeAgreement(t *testing.T) {
 				`reply 1: the mean KL, 0.1179 nats, is above 0.01; reply 3: this run's reply is an error ` +
 				`(each: 2/2, 2/2, 0/0; mean KL 0.0589 nats over 4 shared positions (largest 0.2358), top-1 100.0%; tie margin 0.1 nats, mean KL at most 0.01; ` +
 				`the reference listed 2 alternatives, this run 3: both compared on their top 2)`},
+		},
+		{
+			name:    "this run ended where the reference went on",
+			replies: []measure.Reply{said(1, "France?", sure(" Paris"))},
+			want: Assertion{Name: Agreement, Detail: `1 of 1 compared replies disagree with the reference ref/result.json: ` +
+				`reply 1, token 2: the reference "." (-0.1), this run ended ` +
+				`(each: 1/2; mean KL 0.0000 nats over 1 shared position (largest 0.0000), top-1 100.0%; tie margin 0.1 nats, mean KL at most 0.01)`},
+		},
+		{
+			name:    "the reference ended where this run went on",
+			replies: []measure.Reply{said(1, "France?", sure(" Paris"), sure("."), sure(" It"))},
+			want: Assertion{Name: Agreement, Detail: `1 of 1 compared replies disagree with the reference ref/result.json: ` +
+				`reply 1, token 3: the reference ended, this run " It" (-0.1) ` +
+				`(each: 2/3; mean KL 0.0000 nats over 2 shared positions (largest 0.0000), top-1 100.0%; tie margin 0.1 nats, mean KL at most 0.01)`},
 		},
 		{
 			name:    "text only: weaker evidence",
