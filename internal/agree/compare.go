@@ -3,6 +3,7 @@ package agree
 import (
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
@@ -95,9 +96,19 @@ func Compare(ref, run *measure.Reply, b Bounds) Reply {
 }
 
 // tokens reports whether r's tokens can be compared: it sent logprobs, and
-// tokens with them unless its content is empty.
+// their texts, put together, hold its content (the serve's listed tokens are
+// then the text it streamed; they may cover reasoning or an end token too). A
+// serve that listed tokens it did not stream, or left some out, is compared
+// by its text: its tokens say nothing of it.
 func tokens(r *measure.Reply) bool {
-	return r.Logprobs == measure.LogprobsSent && (len(r.Generated) > 0 || r.Content == "")
+	if r.Logprobs != measure.LogprobsSent {
+		return false
+	}
+	var b strings.Builder
+	for i := range r.Generated {
+		b.WriteString(r.Generated[i].Text)
+	}
+	return strings.Contains(b.String(), r.Content)
 }
 
 // compareText is Compare without logprobs: the common prefix in bytes.

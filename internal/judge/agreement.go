@@ -78,7 +78,7 @@ func judgeAgreement(in Input) Assertion {
 		figures += fmt.Sprintf("; not in the reference, not judged: reply %s", strings.Join(missing, ", "))
 	}
 	if len(textOnly) > 0 {
-		figures += fmt.Sprintf("; text only: weaker evidence (reply %s: no logprobs on one side, compared in bytes)", strings.Join(textOnly, ", "))
+		figures += fmt.Sprintf("; text only: weaker evidence (reply %s: no logprobs on one side, or tokens that are not its text: compared in bytes)", strings.Join(textOnly, ", "))
 	}
 	figures += strings.Join(append([]string{""}, notes...), "; ")
 	ref := in.Reference.File

@@ -110,13 +110,13 @@ func TestJudgeAgreement(t *testing.T) {
 			replies: []measure.Reply{textOnly(said(1, "France?", sure(" Paris"), sure(".")))},
 			limits:  agree.Bounds{TieMargin: 0.5, MaxKL: 0.2},
 			want: Assertion{Name: Agreement, OK: true, Detail: `1 of 1 compared replies agree with the reference ref/result.json ` +
-				`(each: 7/7 bytes; tie margin 0.5 nats, mean KL at most 0.2; text only: weaker evidence (reply 1: no logprobs on one side, compared in bytes))`},
+				`(each: 7/7 bytes; tie margin 0.5 nats, mean KL at most 0.2; text only: weaker evidence (reply 1: no logprobs on one side, or tokens that are not its text: compared in bytes))`},
 		},
 		{
 			name:    "text only, apart",
 			replies: []measure.Reply{textOnly(said(1, "France?", sure(" Paris"), sure("!")))},
 			want: Assertion{Name: Agreement, Detail: `1 of 1 compared replies disagree with the reference ref/result.json: reply 1, byte 7: the reference ".", this run "!" ` +
-				`(each: 6/7 bytes; tie margin 0.1 nats, mean KL at most 0.01; text only: weaker evidence (reply 1: no logprobs on one side, compared in bytes))`},
+				`(each: 6/7 bytes; tie margin 0.1 nats, mean KL at most 0.01; text only: weaker evidence (reply 1: no logprobs on one side, or tokens that are not its text: compared in bytes))`},
 		},
 		{
 			name:    "nothing compared",

@@ -20,11 +20,13 @@ func withReference() *Result {
 	r.Replies[1].Prompt = "Describe caches"
 	for i := range r.Replies {
 		r.Replies[i].Logprobs = measure.LogprobsSent
+		r.Replies[i].Content = "A cache holds" // the tokens' texts: the agreement compares tokens only when they are the content
 		r.Replies[i].Generated = []measure.Token{{Text: "A", Logprob: -0.1}, {Text: " cache", Logprob: -0.2}, {Text: " holds", Logprob: -0.3}}
 	}
 	ref := []measure.Reply{KeepForAgreement(r.Replies[0]), KeepForAgreement(r.Replies[1])}
 	ref[1].Generated = []measure.Token{{Text: "A", Logprob: -0.1}, {Text: " cache", Logprob: -0.2},
 		{Text: " |<b>@x", Logprob: -0.01, Top: []measure.Alt{{Text: " |<b>@x", Logprob: -0.01}, {Text: " holds", Logprob: -9}}}}
+	ref[1].Content = "A cache |<b>@x"
 	r.Reference = &Reference{File: "ref/result.json", Kind: KindReference, Verdict: Pass,
 		Checked: Checked{MaxTokens: 128, Thinking: "off", Prompts: 2, Replies: 2, Logprobs: 2}, Replies: ref}
 	r.Judged(judge.Judge(r.Input()))
@@ -52,7 +54,7 @@ func TestReferenceMarkdown(t *testing.T) {
 	md := Markdown(withReference(), MarkdownLimit)
 	for _, want := range []string{
 		"| # | prompt | first token | decode | tokens | serve's rate | prompt cache | agrees | reply |\n|---:|---|---:|---:|---:|---:|---:|---|---|\n",
-		"| 3/3 | A cache holds lines. |",
+		"| 3/3 | A cache holds |",
 		"| ❌ 2/3, disagrees: the reference &quot; &#124;&lt;b&gt;@",
 		"| reference | ref/result.json (reference): 2 replies kept, 2 with logprobs; the same max_tokens (128), thinking (off) and 2 first-round prompts |",
 		"<sub>agrees: the tokens",
