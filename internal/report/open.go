@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,31 @@ import (
 // MaxFile bounds each JSON file of a run that is read whole: result.json and
 // every reply_N.json, the same bound the baseline zip puts on its entries.
 const MaxFile = 16 << 20
+
+// MaxReplies bounds the replies one file (result.json, reference.json) or one
+// directory's reply_N.json files may hold: a reply a run writes takes a few
+// hundred bytes of JSON at least, so MaxFile holds fewer, while "{}" takes 3
+// and decodes to a reply of about 1 KB. Without the bound a 16 MiB file of
+// empty replies takes over 5 GB to read.
+const MaxReplies = 65536
+
+// countReplies is how many entries b's top-level "replies" array holds,
+// read without decoding them (their elements take no memory).
+func countReplies(b []byte) int {
+	var c struct {
+		Replies []struct{} `json:"replies"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return 0 // the real decode says what is wrong
+	}
+	return len(c.Replies)
+}
+
+// tooManyReplies is the error for a file (or directory) holding n replies,
+// more than most (MaxReplies).
+func tooManyReplies(path string, n, most int) error {
+	return fmt.Errorf("%s holds %d replies, more than the %d a run's files may; it was not written by a run: pass the out directory of a finished run", path, n, most)
+}
 
 // Open opens a file of a run's directory for reading, without blocking and
 // without following a link at its end, and refuses anything but a regular

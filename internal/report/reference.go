@@ -106,6 +106,9 @@ func ReadReference(dir string) (*Reference, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n := countReplies(b); n > MaxReplies {
+		return nil, tooManyReplies(path, n, MaxReplies)
+	}
 	var f referenceFile
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("%s: not a reference file (%v)", path, err)

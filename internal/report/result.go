@@ -296,7 +296,7 @@ func Read(dir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	replies, err := readReplies(dir)
+	replies, err := readReplies(dir, MaxReplies)
 	if err != nil {
 		return nil, err
 	}
@@ -330,6 +330,9 @@ func readResult(path string, flags int) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n := countReplies(b); n > MaxReplies {
+		return nil, tooManyReplies(path, n, MaxReplies)
+	}
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%s: not a result file (%v)", path, err)
@@ -359,10 +362,19 @@ func merge(fromResult, fromFiles []measure.Reply) []measure.Reply {
 	return out
 }
 
-func readReplies(dir string) ([]measure.Reply, error) {
+func readReplies(dir string, most int) ([]measure.Reply, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
+	}
+	files := 0
+	for _, e := range ents {
+		if replyName.MatchString(e.Name()) {
+			files++
+		}
+	}
+	if files > most {
+		return nil, tooManyReplies(dir, files, most)
 	}
 	var out []measure.Reply
 	for _, e := range ents {
