@@ -114,7 +114,7 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 			fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
 			return exitUsage
 		}
-		d := &hold.Device{Dir: e.getenv("NPU_HOLD_DIR"), Name: plan.Device, Pool: pool, Count: plan.Count, Command: "npu-serve-smoke run: " + strings.Join(plan.Argv, " "), Log: e.stderr}
+		d := &hold.Device{Dir: e.getenv("NPU_HOLD_DIR"), Name: plan.Device, Pool: pool, Count: plan.Count, Command: "npu-serve-smoke " + command(plan.Kind) + ": " + strings.Join(plan.Argv, " "), Log: e.stderr}
 		if err := d.CheckDir(); err != nil {
 			fmt.Fprintf(e.stderr, "npu-serve-smoke: the device cannot be held, nothing was started:\n%s\n", indent(err.Error()))
 			if a != nil {
@@ -264,4 +264,12 @@ func (h deviceHold) Acquire(ctx context.Context) (gate.Ticket, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// command is the subcommand that makes a run of kind.
+func command(kind string) string {
+	if kind == report.KindReference {
+		return "record"
+	}
+	return "run"
 }
