@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -108,8 +109,19 @@ func (e *env) command(ctx context.Context, args []string) int {
 
 func (e *env) flagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("npu-serve-smoke "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(untab{e.stderr})
 	return fs
+}
+
+// untab writes to w with each tab a space: the flag package indents each
+// flag's help with a tab, which the console printer shows escaped ("\t").
+type untab struct{ w io.Writer }
+
+func (u untab) Write(b []byte) (int, error) {
+	if _, err := u.w.Write(bytes.ReplaceAll(b, []byte("\t"), []byte(" "))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // newAction is the Actions environment of a command.
