@@ -35,15 +35,12 @@ type realOllama struct {
 }
 
 // setUp finds Ollama (or fails saying how to install it; skips only when
-// told to), builds the gate, and creates the tiny model in a models
-// directory of the test's own.
+// told to), builds the gate, and creates the tiny model and its variants
+// in a models directory of the test's own.
 func setUp(t *testing.T) *realOllama {
 	t.Helper()
-	if v := os.Getenv(skipVar); v == "skip" {
-		fmt.Printf("SKIP %s: the real-serve tests did not run (%s=skip)\n", t.Name(), skipVar)
-		t.Skipf("%s=skip: the gate was not run against a real Ollama", skipVar)
-	} else if v != "" {
-		t.Fatalf("%s=%q: the only value it takes is skip", skipVar, v)
+	if skip(t) {
+		return nil
 	}
 	ollama, err := findOllama()
 	if err != nil {
@@ -55,15 +52,19 @@ func setUp(t *testing.T) *realOllama {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the gate: %v\n%s", err, out)
 	}
-	gguf := filepath.Join(o.dir, "tiny.gguf")
-	if err := WriteTinyModel(gguf); err != nil {
-		t.Fatal(err)
-	}
 	s, err := startOllama(ollama, o.dir, "create.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.createModel(gguf)
+	for _, v := range []Variant{F32, F16, Perturbed} {
+		gguf := filepath.Join(o.dir, v.String()+".gguf")
+		if err = WriteTinyVariant(gguf, v); err != nil {
+			break
+		}
+		if err = s.createModel(variantModel(v), gguf); err != nil {
+			break
+		}
+	}
 	s.stop()
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +75,20 @@ func setUp(t *testing.T) *realOllama {
 	return o
 }
 
+// skip skips the test when told to (skipVar=skip), saying so on the console
+// too; it fails the test on any other value.
+func skip(t *testing.T) bool {
+	t.Helper()
+	if v := os.Getenv(skipVar); v == "skip" {
+		fmt.Printf("SKIP %s: the real-serve tests did not run (%s=skip)\n", t.Name(), skipVar)
+		t.Skipf("%s=skip: the gate was not run against a real Ollama", skipVar)
+		return true
+	} else if v != "" {
+		t.Fatalf("%s=%q: the only value it takes is skip", skipVar, v)
+	}
+	return false
+}
+
 // gateRun is one run of the gate: its exit status, console and out/.
 type gateRun struct {
 	code    int
@@ -82,14 +97,21 @@ type gateRun struct {
 	res     *report.Result
 }
 
-// run runs the gate against a real Ollama with --preset ollama on port,
-// then checks it left nothing behind: no survivor in result.json, no Ollama
-// process of the test's, the port free.
+// run runs the gate against a real Ollama serving the tiny model with
+// --preset ollama on port, then checks it left nothing behind: no survivor
+// in result.json, no Ollama process of the test's, the port free.
 func (o *realOllama) run(t *testing.T, name string, port int, args ...string) gateRun {
+	t.Helper()
+	return o.command(t, "run", modelName, name, port, args...)
+}
+
+// command runs the gate's command (run, record) against a real Ollama serving
+// model, as run does.
+func (o *realOllama) command(t *testing.T, command, model, name string, port int, args ...string) gateRun {
 	t.Helper()
 	out := filepath.Join(o.dir, name)
 	serveLine := fmt.Sprintf("env OLLAMA_HOST=127.0.0.1:{port} OLLAMA_MODELS='%s' OLLAMA_DEBUG=1 ollama serve", filepath.Join(o.dir, "models"))
-	args = append([]string{"run", "--preset", "ollama", "--serve", serveLine, "--model", modelName,
+	args = append([]string{command, "--preset", "ollama", "--serve", serveLine, "--model", model,
 		"--hold", "none", "--port", strconv.Itoa(port), "--max-tokens", strconv.Itoa(maxTokens),
 		"--first-token-ms", firstTokenMS, "--out", out}, args...)
 	console, err := os.Create(out + ".console")
