@@ -193,11 +193,13 @@ func (g gateRun) highestRate(t *testing.T) float64 {
 }
 
 // cpuIsExpected are route patterns for a machine where the CPU is the
-// route the user expects: this test's. Ollama prints the first when it
-// places no layer on a device (llm/server.go: slog.Info("offload", ...)).
+// route the user expects: this test's. Ollama prints one line a device
+// that holds weights when it loads a model (ml/device.go, BackendMemory.Log:
+// slog "model weights" "device" NAME "size" ...): with nothing on a device,
+// the CPU's alone.
 var cpuIsExpected = []string{
-	"--fast-route", `msg=offload library=cpu `,
-	"--slow-route", `msg=offload library=(cuda|rocm|oneapi|metal) `,
+	"--fast-route", `msg="model weights" device=CPU `,
+	"--slow-route", `msg="model weights" device=(?:CUDA|ROCm|Vulkan|Metal)`,
 }
 
 // TestOllama runs the gate with --preset ollama against a real Ollama
@@ -248,9 +250,9 @@ func TestOllama(t *testing.T) {
 	t.Run("the preset names the CPU route slow, and quotes the line", func(t *testing.T) {
 		g := o.run(t, "preset", port, "--floor", "1")
 		route := g.assertion(t, judge.Route)
-		quoted := strings.Contains(route.Detail, "library=cpu") || strings.Contains(route.Detail, "CPU model buffer size")
+		quoted := strings.Contains(route.Detail, "CPU model buffer size")
 		if route.OK || !strings.Contains(route.Detail, "slow route") || !quoted {
-			t.Errorf("route: ok %v, %q; want the slow route, quoting Ollama's `msg=offload library=cpu ... layers.offload=0` or `load_tensors: CPU model buffer size` line", route.OK, route.Detail)
+			t.Errorf("route: ok %v, %q; want the slow route, quoting the `load_tensors: CPU model buffer size` line of Ollama's runner (llama.cpp's)", route.OK, route.Detail)
 		}
 		if g.code != 1 {
 			t.Errorf("exit %d, want 1 (the slow route fails the gate)", g.code)
