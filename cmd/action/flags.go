@@ -48,6 +48,7 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.MaxReplies, "max-replies", c.MaxReplies, "replies taken at most when the median's 95% interval holds the floor or the first-token limit")
 	fs.IntVar(&c.Warmup, "warmup", c.Warmup, "warm-up requests, recorded and not judged")
 	fs.IntVar(&c.MaxTokens, "max-tokens", c.MaxTokens, "max_tokens of each request")
+	fs.IntVar(&c.TopLogprobs, "top-logprobs", c.TopLogprobs, "ask each request for logprobs and this many alternatives at each token (top_logprobs), 0 to 20; 0 asks for none (default: 5, or 0 for a preset whose serve returns none)")
 	fs.Float64Var(&c.Floor, "floor", c.Floor, "median decode rate floor, tok/s; "+config.DefaultFloorWhy)
 	fs.Float64Var(&c.FloorFromBaseline, "floor-from-baseline", c.FloorFromBaseline, "derive the floor from --baseline: this fraction of its median rate (e.g. 0.8)")
 	fs.Float64Var(&c.FirstTokenMS, "first-token-ms", c.FirstTokenMS, "median first-token limit, ms")

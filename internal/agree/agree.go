@@ -62,20 +62,24 @@ type Divergence struct {
 	Ended string `json:"ended,omitempty"`
 }
 
-// The defaults of Bounds, chosen from the separation of synthetic pairs
-// (TestSeparation; docs/measuring.md, "Agreement with a reference route").
+// The defaults of Bounds, chosen from the separation of synthetic pairs:
+// go test -run TestSeparation -v ./internal/agree prints the table, and
+// docs/measuring.md ("Agreement with a reference route") quotes it.
 const (
-	// DefaultTieMargin is 0.1 nats: rounding the logits the way f16 does
-	// (1e-3 relative) moves the gap between two tokens by 0.03 nats at
-	// most in TestSeparation, so a greedy choice flips only where the
-	// reference's top two are closer than that; 0.1 leaves three times that
-	// room, and a route that is wrong flips choices with gaps of a nat and
-	// more.
-	DefaultTieMargin = 0.1
-	// DefaultMaxKL is 0.01 nats: f16 rounding gives a mean KL below 2e-5
-	// nats in TestSeparation, a perturbed distribution (the logits moved by
-	// 0.5 nats) 0.1 and more; 0.01 sits between them, a decade from each.
-	DefaultMaxKL = 0.01
+	// DefaultTieMargin is 0.3 nats. Rounding the logits as f16 does (1e-3
+	// relative) flips greedy choices only where the reference's top two
+	// are within 0.044 nats (64 replies of 128 tokens; 0.062 in 512), and
+	// rounding as bf16 does (4e-3) within 0.28 (0.39 in 512): 0.3 lets
+	// both through. A route whose logits are off by 0.5 nats flips choices
+	// up to 1.5 nats apart, and its distance fails it where its flips do
+	// not.
+	DefaultTieMargin = 0.3
+	// DefaultMaxKL is 0.005 nats, a reply's mean KL at most. f16 rounding
+	// gives at most 0.00012 a reply (0.00029 in 512 replies), bf16
+	// rounding 0.0034 (0.0049 in 512), logits off by 0.5 nats at least
+	// 0.0094 (0.0057 in 512) and 0.047 on average: 0.005 is 17 times f16's
+	// worst and below every perturbed reply.
+	DefaultMaxKL = 0.005
 )
 
 // Default is Bounds with the defaults.

@@ -65,7 +65,8 @@ var minLogprob = math.Log(MinProb)
 // The reply agrees (OK) when it has no real disagreement (no divergence, or
 // one at a near-tie) and its mean KL is at most b.MaxKL.
 //
-// Without logprobs on either side, the unit is the byte: Agree is the common
+// Without logprobs on either side (or a side that says it sent them and sent
+// no token for its content), the unit is the byte: Agree is the common
 // prefix of the two contents, and the reply agrees only when they are equal;
 // this is weaker evidence, and Unit says so.
 //
@@ -74,7 +75,7 @@ var minLogprob = math.Log(MinProb)
 // topK). The time is linear in the tokens.
 func Compare(ref, run *measure.Reply, b Bounds) Reply {
 	r := Reply{N: run.N, RefN: ref.N, Unit: UnitTokens}
-	if ref.Logprobs != measure.LogprobsSent || run.Logprobs != measure.LogprobsSent {
+	if !tokens(ref) || !tokens(run) {
 		r.Unit = UnitBytes
 	}
 	if run.Error != "" {
@@ -93,6 +94,12 @@ func Compare(ref, run *measure.Reply, b Bounds) Reply {
 	return r
 }
 
+// tokens reports whether r's tokens can be compared: it sent logprobs, and
+// tokens with them unless its content is empty.
+func tokens(r *measure.Reply) bool {
+	return r.Logprobs == measure.LogprobsSent && (len(r.Generated) > 0 || r.Content == "")
+}
+
 // compareText is Compare without logprobs: the common prefix in bytes.
 func compareText(r *Reply, ref, run string) {
 	n := min(len(ref), len(run))
@@ -106,27 +113,37 @@ func compareText(r *Reply, ref, run string) {
 		r.OK = true
 		return
 	}
-	// Back to the start of the rune the two differ in, so both quotes are
-	// whole characters.
-	for i > 0 && !utf8.RuneStart(ref[i]) {
-		i--
+	// Back to the start of the character the two differ in, so both
+	// quotes are whole characters: the byte there on the side that has
+	// one (before it, the two are the same).
+	longer := ref
+	if i == len(ref) {
+		longer = run
 	}
+	i = runeStart(longer, i)
 	r.Diverged = &Divergence{Position: r.Agree,
 		Ref: measure.Alt{Text: cut(ref[i:])}, Run: measure.Alt{Text: cut(run[i:])}}
 	r.Diverged.Ended = ended(len(ref), len(run), r.Agree)
 	r.Why = fmt.Sprintf("the texts differ at byte %d", r.Agree+1)
 }
 
-// cut is s cut to quoteBytes bytes, at a rune start.
+// cut is s cut to quoteBytes bytes, at a character's start.
 func cut(s string) string {
 	if len(s) <= quoteBytes {
 		return s
 	}
-	i := quoteBytes
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
+	return s[:runeStart(s, quoteBytes)]
+}
+
+// runeStart is i, or the start of the character byte i of s is in: at most
+// utf8.UTFMax-1 bytes back, so text that is not UTF-8 is cut where it is.
+func runeStart(s string, i int) int {
+	for j := i; j > i-utf8.UTFMax && j >= 0; j-- {
+		if utf8.RuneStart(s[j]) {
+			return j
+		}
 	}
-	return s[:i]
+	return i
 }
 
 // ended says which side ended at position i, if one did.
@@ -187,14 +204,7 @@ func topK(dst []measure.Alt, list []measure.Alt, k int) []measure.Alt {
 			continue
 		}
 		a.Logprob = lp
-		dup := -1
-		for j := range dst {
-			if same(dst[j], a) {
-				dup = j
-				break
-			}
-		}
-		if dup >= 0 {
+		if dup := find(dst, a); dup >= 0 {
 			if a.Logprob <= dst[dup].Logprob {
 				continue
 			}
@@ -232,10 +242,8 @@ func floor(list []measure.Alt) float64 {
 // probOf is the probability list gives a: its entry's, or fl when it has
 // none; at least MinProb.
 func probOf(list []measure.Alt, a measure.Alt, fl float64) float64 {
-	for _, b := range list {
-		if same(a, b) {
-			return max(math.Exp(b.Logprob), MinProb)
-		}
+	if j := find(list, a); j >= 0 {
+		return max(math.Exp(list[j].Logprob), MinProb)
 	}
 	return fl
 }
@@ -256,7 +264,7 @@ func kl(ref, run []measure.Alt) float64 {
 		add(max(math.Exp(a.Logprob), MinProb), probOf(run, a, runFloor))
 	}
 	for _, a := range run {
-		if !contains(ref, a) {
+		if find(ref, a) < 0 {
 			add(refFloor, max(math.Exp(a.Logprob), MinProb))
 		}
 	}
@@ -265,13 +273,14 @@ func kl(ref, run []measure.Alt) float64 {
 	return max(d, 0) // rounding can leave -1e-17
 }
 
-func contains(list []measure.Alt, a measure.Alt) bool {
-	for _, b := range list {
-		if same(a, b) {
-			return true
+// find is the index of a's first entry in list, or -1.
+func find(list []measure.Alt, a measure.Alt) int {
+	for j := range list {
+		if same(list[j], a) {
+			return j
 		}
 	}
-	return false
+	return -1
 }
 
 // compareTokens is Compare with logprobs on both sides.
@@ -316,12 +325,13 @@ func compareTokens(r *Reply, ref, run *measure.Reply, b Bounds) {
 	if i < r.Of {
 		r.Diverged = divergence(rg, ug, i, r.K, b)
 	}
-	switch {
-	case r.Diverged != nil && !r.Diverged.Tie:
+	// if, not switch: each condition is then a statement of its own, which
+	// mutation testing can reach.
+	if r.Diverged != nil && !r.Diverged.Tie {
 		r.Why = fmt.Sprintf("a real disagreement at token %d", i+1)
-	case r.KL != nil && *r.KL > b.MaxKL:
+	} else if r.KL != nil && *r.KL > b.MaxKL {
 		r.Why = fmt.Sprintf("the mean KL, %.4f nats, is above %g", *r.KL, b.MaxKL)
-	default:
+	} else {
 		r.OK = true
 	}
 }
@@ -344,12 +354,8 @@ func divergence(rg, ug []measure.Token, i, k int, b Bounds) *Divergence {
 		gap := top[0].Logprob - top[1].Logprob
 		d.Gap = &gap
 	}
-	for _, a := range top {
-		if same(a, d.Run) {
-			lp := a.Logprob
-			d.RunInRef = &lp
-			break
-		}
+	if j := find(top, d.Run); j >= 0 {
+		d.RunInRef = &top[j].Logprob
 	}
 	d.Tie = d.Gap != nil && *d.Gap <= b.TieMargin && d.RunInRef != nil
 	return d
@@ -362,11 +368,9 @@ func soundAlt(t *measure.Token, k int) measure.Alt {
 	lp, ok := logprob(a.Logprob)
 	if !ok {
 		lp = minLogprob
-		for _, b := range topK(nil, t.Top, k) {
-			if same(a, b) {
-				lp = b.Logprob
-				break
-			}
+		own := topK(nil, t.Top, k)
+		if j := find(own, a); j >= 0 {
+			lp = own[j].Logprob
 		}
 	}
 	a.Logprob = lp

@@ -1,6 +1,7 @@
 package agree
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -66,6 +67,7 @@ func TestCompare(t *testing.T) {
 	tests := []struct {
 		name     string
 		ref, run measure.Reply
+		bounds   Bounds // zero: bounds
 		want     Reply
 	}{
 		{
@@ -102,7 +104,7 @@ func TestCompare(t *testing.T) {
 			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 2,
 				KL: ptr(notInKL), MaxKL: ptr(notInKL), Top1: ptr(0.0),
 				Diverged: &Divergence{Ref: a(" A", 0.40), Run: a(" Z", 0.40), Gap: ptr(math.Log(0.40) - math.Log(0.39))},
-				Why: "a real disagreement at token 1"},
+				Why:      "a real disagreement at token 1"},
 		},
 		{
 			name: "a tie wider than the margin is a real disagreement",
@@ -121,7 +123,7 @@ func TestCompare(t *testing.T) {
 			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 1, Of: 2, Shared: 1, K: 3,
 				KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0),
 				Diverged: &Divergence{Position: 1, Ref: alt(ptr(sure("b"))), Ended: EndedRun},
-				Why: "a real disagreement at token 2"},
+				Why:      "a real disagreement at token 2"},
 		},
 		{
 			name: "the reference ends where this run goes on",
@@ -129,13 +131,25 @@ func TestCompare(t *testing.T) {
 			run:  rep(1, sure("a")),
 			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1,
 				Diverged: &Divergence{Run: alt(ptr(sure("a"))), Ended: EndedReference},
-				Why: "a real disagreement at token 1"},
+				Why:      "a real disagreement at token 1"},
 		},
 		{
 			name: "no logprobs on the reference: text only, in bytes",
 			ref:  measure.Reply{N: 1, Content: "The capital is Paris.", Logprobs: measure.LogprobsNone},
 			run:  rep(1, sure("The capital"), sure(" is"), sure(" Paris.")),
 			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 21, Of: 21, OK: true},
+		},
+		{
+			name: "logprobs said sent, but no token for the content: text only",
+			ref:  rep(1, sure("Paris")),
+			run:  measure.Reply{N: 1, Content: "Paris", Logprobs: measure.LogprobsSent},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 5, Of: 5, OK: true},
+		},
+		{
+			name: "both empty, logprobs sent: tokens, agreeing",
+			ref:  rep(1),
+			run:  rep(2),
+			want: Reply{N: 2, RefN: 1, Unit: UnitTokens, OK: true},
 		},
 		{
 			name: "text only, differing inside a character: quoted from its first byte",
@@ -152,6 +166,38 @@ func TestCompare(t *testing.T) {
 			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 3, Of: 5,
 				Diverged: &Divergence{Position: 3, Ref: measure.Alt{Text: "is"}, Ended: EndedRun},
 				Why:      "the texts differ at byte 4"},
+		},
+		{
+			name: "text only, the reference shorter",
+			ref:  measure.Reply{N: 1, Content: "Par"},
+			run:  measure.Reply{N: 1, Content: "Paris"},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 3, Of: 5,
+				Diverged: &Divergence{Position: 3, Run: measure.Alt{Text: "is"}, Ended: EndedReference},
+				Why:      "the texts differ at byte 4"},
+		},
+		{
+			name: "text only, the first character apart inside it; a long tail cut at a character's start",
+			ref:  measure.Reply{N: 1, Content: "é"},
+			run:  measure.Reply{N: 1, Content: "èxéééééééééééééé"},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 1, Of: 31,
+				Diverged: &Divergence{Position: 1, Ref: measure.Alt{Text: "é"}, Run: measure.Alt{Text: "èxéééééééééé"}},
+				Why:      "the texts differ at byte 2"},
+		},
+		{
+			name: "text only, not UTF-8: cut where it is, a character being 4 bytes at most",
+			ref:  measure.Reply{N: 1, Content: strings.Repeat("\x80", 20) + "a" + strings.Repeat("\x80", 10)},
+			run:  measure.Reply{N: 1, Content: "a"},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 0, Of: 31,
+				Diverged: &Divergence{Ref: measure.Alt{Text: strings.Repeat("\x80", 20) + "a\x80\x80\x80"}, Run: measure.Alt{Text: "a"}},
+				Why:      "the texts differ at byte 1"},
+		},
+		{
+			name: "text only, exactly as long as a quote",
+			ref:  measure.Reply{N: 1, Content: "a" + strings.Repeat("b", 24)},
+			run:  measure.Reply{N: 1, Content: "a"},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 1, Of: 25,
+				Diverged: &Divergence{Position: 1, Ref: measure.Alt{Text: strings.Repeat("b", 24)}, Ended: EndedRun},
+				Why:      "the texts differ at byte 2"},
 		},
 		{
 			name: "this run's reply is an error",
@@ -175,6 +221,41 @@ func TestCompare(t *testing.T) {
 				Top1:  ptr(1.0), Why: "the mean KL, 0.2938 nats, is above 0.01"},
 		},
 		{
+			name:   "a KL of exactly the bound is within it",
+			ref:    rep(1, sure("a")),
+			run:    rep(1, sure("a")),
+			bounds: Bounds{TieMargin: 0.1, MaxKL: 0},
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 1, Of: 1, Shared: 1, K: 3,
+				KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0), OK: true},
+		},
+		{
+			name: "a reference that did not take its most likely token: this run's, its top-1, is among its top K",
+			ref:  rep(1, tok(" A", a(" B", 0.50), a(" A", 0.47))),
+			run:  rep(1, tok(" B", a(" B", 0.50), a(" A", 0.47))),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 2, KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0),
+				Diverged: &Divergence{Ref: a(" A", 0.47), Run: a(" B", 0.50), RunInRef: ptr(math.Log(0.50)),
+					Gap: ptr(math.Log(0.50) - math.Log(0.47)), Tie: true},
+				OK: true},
+		},
+		{
+			name:   "a gap of exactly the margin is within it",
+			bounds: Bounds{TieMargin: 0.25, MaxKL: 0.1},
+			ref:    rep(1, tok("a", measure.Alt{Text: "a", Logprob: -0.5}, measure.Alt{Text: "b", Logprob: -0.75})),
+			run:    rep(1, tok("b", measure.Alt{Text: "b", Logprob: -0.5}, measure.Alt{Text: "a", Logprob: -0.75})),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 2,
+				KL: ptr(0.25 * (math.Exp(-0.5) - math.Exp(-0.75)) / (math.Exp(-0.5) + math.Exp(-0.75))), MaxKL: ptr(0.25 * (math.Exp(-0.5) - math.Exp(-0.75)) / (math.Exp(-0.5) + math.Exp(-0.75))), Top1: ptr(0.0),
+				Diverged: &Divergence{Ref: measure.Alt{Text: "a", Logprob: -0.5}, Run: measure.Alt{Text: "b", Logprob: -0.5},
+					RunInRef: ptr(-0.75), Gap: ptr(0.25), Tie: true},
+				OK: true},
+		},
+		{
+			name: "a position without alternatives is left out of the shared ones, not the end of them",
+			ref:  rep(1, tok("a"), sure("b")),
+			run:  rep(1, tok("a"), sure("b")),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 2, Of: 2, Shared: 1, K: 3,
+				KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0), OK: true},
+		},
+		{
 			name: "no alternatives listed: no shared position, judged on the tokens",
 			ref:  rep(1, tok("a"), tok("b")),
 			run:  rep(1, tok("a"), tok("b")),
@@ -183,7 +264,11 @@ func TestCompare(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Compare(&tt.ref, &tt.run, bounds)
+			b := tt.bounds
+			if b == (Bounds{}) {
+				b = bounds
+			}
+			got := Compare(&tt.ref, &tt.run, b)
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 				t.Errorf("Compare() mismatch (-want +got):\n%s", diff)
 			}
@@ -227,4 +312,176 @@ func klByHand(p, q map[string]float64) float64 {
 		d += pp[k] / ps * math.Log((pp[k]/ps)/(qq[k]/qs))
 	}
 	return d
+}
+
+func TestTopK(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	lp := func(text string, l float64) measure.Alt { return measure.Alt{Text: text, Logprob: l} }
+	tests := []struct {
+		name string
+		list []measure.Alt
+		k    int
+		want []measure.Alt
+	}{
+		{"in order already", []measure.Alt{lp("a", -0.1), lp("b", -2), lp("c", -3)}, 5,
+			[]measure.Alt{lp("a", -0.1), lp("b", -2), lp("c", -3)}},
+		{"out of order, cut to k", []measure.Alt{lp("c", -3), lp("a", -0.1), lp("d", -4), lp("b", -2)}, 2,
+			[]measure.Alt{lp("a", -0.1), lp("b", -2)}},
+		{"a repeat keeps its most likely entry", []measure.Alt{lp("b", -2), lp("a", -1), lp("a", -3), lp("b", -0.5), lp("c", -4)}, 5,
+			[]measure.Alt{lp("b", -0.5), lp("a", -1), lp("c", -4)}},
+		{"a repeat as likely as the first keeps its place", []measure.Alt{lp("a", -1), lp("b", -1), lp("a", -1)}, 5,
+			[]measure.Alt{lp("a", -1), lp("b", -1)}},
+		{"a repeat below the cut does not push another out", []measure.Alt{lp("a", -0.1), lp("b", -1), lp("a", -2)}, 2,
+			[]measure.Alt{lp("a", -0.1), lp("b", -1)}},
+		{"NaN and positive logprobs are left out; -Inf is the floor; a rounding above 0 is 0",
+			[]measure.Alt{lp("n", nan), lp("p", 0.5), lp("i", inf), lp("z", math.Inf(-1)), lp("r", 1e-6), lp("s", roundingSlack), lp("t", 2*roundingSlack)}, 5,
+			[]measure.Alt{lp("r", 0), lp("s", 0), lp("z", math.Log(MinProb))}},
+		{"equal logprobs keep their order", []measure.Alt{lp("a", -1), lp("b", -1), lp("c", -1)}, 2,
+			[]measure.Alt{lp("a", -1), lp("b", -1)}},
+		{"by id when both give one: one id, two texts, is one token", []measure.Alt{aID("a", 7, 0.5), aID("A", 7, 0.6), aID("a", 8, 0.1)}, 5,
+			[]measure.Alt{aID("A", 7, 0.6), aID("a", 8, 0.1)}},
+		{"empty", nil, 5, []measure.Alt{}},
+		{"k 0", []measure.Alt{lp("a", -1)}, 0, []measure.Alt{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := topK(make([]measure.Alt, 3), tt.list, tt.k)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateApprox(0, 1e-12), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("topK(%v, %d) mismatch (-want +got):\n%s", tt.list, tt.k, diff)
+			}
+		})
+	}
+}
+
+// TestCompareHostile: what the serve sends out of order, repeated or not a
+// logprob at all gives the figures of the clean lists.
+func TestCompareHostile(t *testing.T) {
+	clean := rep(1, tok("a", a("a", 0.6), a("b", 0.3), a("c", 0.05)), tok("b", a("b", 0.7), a("c", 0.2)))
+	run := rep(2, tok("a", a("a", 0.5), a("c", 0.3), a("b", 0.1)), tok("c", a("c", 0.5), a("b", 0.45)))
+	hostile := rep(1,
+		tok("a", a("c", 0.05), measure.Alt{Text: "d", Logprob: math.NaN()}, a("b", 0.3), a("a", 0.6), a("b", 0.01), measure.Alt{Text: "e", Logprob: 3}),
+		tok("b", a("c", 0.2), a("b", 0.7), a("c", 0.1), measure.Alt{Text: "f", Logprob: math.Inf(1)}))
+	hostile.TopLogprobs = 3
+	want := Compare(&clean, &run, bounds)
+	got := Compare(&hostile, &run, bounds)
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("Compare(hostile) mismatch (-clean +hostile):\n%s", diff)
+	}
+	if _, err := json.Marshal(got); err != nil {
+		t.Errorf("json.Marshal(Compare(hostile)) = %v: every figure must be a number JSON can hold", err)
+	}
+	// A token's own logprob that is not one is reported from its list, or
+	// as the floor.
+	bad := rep(3, measure.Token{Text: "c", Logprob: math.NaN(), Top: []measure.Alt{a("c", 0.25), a("a", 0.2)}}, measure.Token{Text: "z", Logprob: 2})
+	r := Compare(&clean, &bad, bounds)
+	if r.Diverged == nil || r.Diverged.Run.Logprob != math.Log(0.25) {
+		t.Errorf("Compare(NaN token logprob).Diverged = %+v, want the run's token at log(0.25) from its list", r.Diverged)
+	}
+	bad.Generated[0].Top = nil
+	r = Compare(&clean, &bad, bounds)
+	if r.Diverged == nil || r.Diverged.Run.Logprob != math.Log(MinProb) {
+		t.Errorf("Compare(NaN token logprob, no list).Diverged = %+v, want the run's token at log(MinProb)", r.Diverged)
+	}
+}
+
+// TestCompareK: sides that listed different numbers of alternatives are
+// compared on the smaller, and the reply says so.
+func TestCompareK(t *testing.T) {
+	five := rep(1, tok("a", a("a", 0.5), a("b", 0.2), a("c", 0.1), a("d", 0.05), a("e", 0.04)))
+	five.TopLogprobs = 5
+	three := rep(1, tok("a", a("a", 0.5), a("b", 0.2), a("c", 0.1)))
+	three.TopLogprobs = 3
+	got := Compare(&five, &three, bounds)
+	if got.K != 3 || got.KNote != "the reference listed 5 alternatives, this run 3: both compared on their top 3" {
+		t.Errorf("Compare(5 against 3) K = %d, KNote %q; want 3 and a note", got.K, got.KNote)
+	}
+	// On the top 3 of both, the lists are the same: no distance.
+	if got.KL == nil || *got.KL != 0 {
+		t.Errorf("Compare(5 against 3) KL = %v, want 0: both cut to their top 3", got.KL)
+	}
+	if got := Compare(&three, &five, bounds); got.KNote != "the reference listed 3 alternatives, this run 5: both compared on their top 3" {
+		t.Errorf("Compare(3 against 5) KNote = %q", got.KNote)
+	}
+	// Asked for none: the longest list sent; at most MaxK.
+	long := rep(1, tok("a", a("a", 0.5)))
+	for i := range MaxK + 5 {
+		long.Generated[0].Top = append(long.Generated[0].Top, a(strings.Repeat("x", i+1), 0.001))
+	}
+	long.TopLogprobs = 0
+	if got := Compare(&long, &long, bounds); got.K != MaxK {
+		t.Errorf("Compare(%d alternatives, none asked) K = %d, want %d", MaxK+6, got.K, MaxK)
+	}
+}
+
+// TestCompareIDs: tokens are the same by id when both sides give one, else
+// by text.
+func TestCompareIDs(t *testing.T) {
+	withID := func(text string, id int) measure.Token {
+		return measure.Token{Text: text, ID: &id, Logprob: -0.1, Top: []measure.Alt{aID(text, id, 0.9)}}
+	}
+	noID := func(text string) measure.Token { return tok(text, a(text, 0.9)) }
+	tests := []struct {
+		name     string
+		ref, run measure.Token
+		agree    int
+	}{
+		{"one id, two texts (a byte token rendered apart)", withID("\ufffd", 5), withID("\xe9", 5), 1},
+		{"one text, two ids", withID("a", 5), withID("a", 6), 0},
+		{"an id on one side only: by text", withID("a", 5), noID("a"), 1},
+		{"an id on one side only, texts apart", withID("a", 5), noID("b"), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ref, run := rep(1, tt.ref), rep(1, tt.run)
+			if got := Compare(&ref, &run, bounds); got.Agree != tt.agree {
+				t.Errorf("Compare(%+v, %+v).Agree = %d, want %d", tt.ref, tt.run, got.Agree, tt.agree)
+			}
+		})
+	}
+}
+
+func TestMatch(t *testing.T) {
+	ref := []measure.Reply{
+		{N: 1, Prompt: "warm", Warmup: true},
+		{N: 1, Prompt: "a", Error: "HTTP 500"},
+		{N: 2, Prompt: "a"},
+		{N: 3, Prompt: "b"},
+		{N: 4, Prompt: "a"},
+		{N: 5, Prompt: "c", Error: "first"},
+		{N: 6, Prompt: "c", Error: "second"},
+	}
+	run := []measure.Reply{{N: 1, Prompt: "b"}, {N: 2, Prompt: "a"}, {N: 3, Prompt: "warm"}, {N: 4, Prompt: "c"}, {N: 5, Prompt: "B"}}
+	var got []int
+	for _, p := range Match(run, ref) {
+		n := 0
+		if p != nil {
+			n = p.N
+		}
+		got = append(got, n)
+	}
+	// b: 3; a: the first that is not an error, 2; warm: a warm-up, none; c:
+	// both errors, the first; B: none (the text, exactly).
+	if diff := cmp.Diff([]int{3, 2, 0, 5, 0}, got); diff != "" {
+		t.Errorf("Match() reference replies mismatch (-want +got):\n%s", diff)
+	}
+	all := CompareAll(run, ref, bounds)
+	if all[2].RefN != 0 || all[2].OK || all[2].Why != "not in the reference" || all[2].N != 3 {
+		t.Errorf("CompareAll() for a prompt not in the reference = %+v", all[2])
+	}
+	if all[0].RefN != 3 || all[0].N != 1 || !all[0].OK {
+		t.Errorf("CompareAll() for prompt b = %+v, want reference reply 3, agreeing (both empty)", all[0])
+	}
+	if all[3].RefN != 5 || all[3].N != 4 || all[3].Why != "the reference's reply is an error" {
+		t.Errorf("CompareAll() for prompt c, after one not in the reference = %+v, want reference reply 5, an error", all[3])
+	}
+}
+
+func TestOrDefault(t *testing.T) {
+	if got := (Bounds{}).OrDefault(); got != Default {
+		t.Errorf("Bounds{}.OrDefault() = %v, want %v", got, Default)
+	}
+	b := Bounds{TieMargin: 0, MaxKL: 1}
+	if got := b.OrDefault(); got != b {
+		t.Errorf("%v.OrDefault() = %v, want it unchanged", b, got)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -36,7 +37,11 @@ type Config struct {
 	MaxReplies   int // replies taken at most while the verdict is in doubt
 	Warmup       int
 	MaxTokens    int
-	Floor        float64
+	// TopLogprobs is the top_logprobs each request asks for, with
+	// logprobs: true; 0 asks for none. The preset sets it by what its serve
+	// returns.
+	TopLogprobs int
+	Floor       float64
 	// FloorFromBaseline derives the floor from the baseline: this fraction
 	// of its median rate. 0: the floor is --floor.
 	FloorFromBaseline float64
@@ -82,6 +87,11 @@ const (
 	DefaultFloorWhy = "the default 60 sits between 1.9 tok/s of the per-op forward and 87-101 of the fast route, 45x apart"
 )
 
+// DefaultTopLogprobs is the alternatives asked for at each token, with
+// logprobs, where the serve returns them: enough for the agreement's
+// near-tie and distance, a few hundred bytes a token.
+const DefaultTopLogprobs = 5
+
 // HealthAuto tries the health paths serves commonly answer on.
 const HealthAuto = "auto"
 
@@ -98,6 +108,7 @@ func Default() Config {
 		MaxReplies:         15,
 		Warmup:             1,
 		MaxTokens:          128,
+		TopLogprobs:        DefaultTopLogprobs,
 		Floor:              DefaultFloor,
 		LogLimit:           logscan.DefaultLimit,
 		FirstTokenMS:       600,
@@ -232,6 +243,9 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	}
 	if c.MaxTokens < 2 {
 		bad("--max-tokens %d: pass 2 or more; a decode rate needs at least two tokens", c.MaxTokens)
+	}
+	if c.TopLogprobs < 0 || c.TopLogprobs > probe.MaxTopLogprobs {
+		bad("--top-logprobs %d: pass 0 (ask for no logprobs) to %d, the most serves allow", c.TopLogprobs, probe.MaxTopLogprobs)
 	}
 	if err := c.CheckLimits(); err != nil {
 		errs = append(errs, err)

@@ -107,6 +107,8 @@ func TestCheckBad(t *testing.T) {
 		{"replies below 1", func(c *Config) { c.Replies = 0 }, "--replies 0: pass 1 or more"},
 		{"warmup negative", func(c *Config) { c.Warmup = -1 }, "--warmup -1: pass 0 or more"},
 		{"max-tokens below 2", func(c *Config) { c.MaxTokens = 1 }, "--max-tokens 1: pass 2 or more"},
+		{"top-logprobs negative", func(c *Config) { c.TopLogprobs = -1 }, "--top-logprobs -1: pass 0 (ask for no logprobs) to 20"},
+		{"top-logprobs above 20", func(c *Config) { c.TopLogprobs = 21 }, "--top-logprobs 21: pass 0"},
 		{"floor zero", func(c *Config) { c.Floor = 0 }, "--floor 0: pass a positive number"},
 		{"floor negative", func(c *Config) { c.Floor = -5 }, "--floor -5: pass a positive number"},
 		{"floor infinite", func(c *Config) { c.Floor = inf() }, "--floor +Inf: pass a positive number"},
@@ -239,6 +241,26 @@ func TestApplyPreset(t *testing.T) {
 	}
 	if c.Health != "/mine" || c.ChatPath != "/v1/chat/completions" || c.StatsPath != "/v1/stats" {
 		t.Errorf("ApplyPreset(lemonade) with --health set = %q %q %q", c.Health, c.ChatPath, c.StatsPath)
+	}
+
+	// --top-logprobs follows the preset's serve unless set.
+	for _, tt := range []struct {
+		preset string
+		set    bool
+		want   int
+	}{
+		{"llama.cpp", false, 5}, {"vllm", false, 5}, {"ollama", false, 5}, {"lemonade", false, 5},
+		{"ovms", false, 0}, {"flm", false, 0}, {"flm", true, 3},
+	} {
+		c := Default()
+		c.Preset, c.TopLogprobs = tt.preset, 3
+		c.ApplyPreset(func(f string) bool { return tt.set && f == "top-logprobs" })
+		if c.TopLogprobs != tt.want {
+			t.Errorf("ApplyPreset(%s), --top-logprobs 3 set %v: TopLogprobs = %d, want %d", tt.preset, tt.set, c.TopLogprobs, tt.want)
+		}
+	}
+	if c := Default(); c.TopLogprobs != 5 {
+		t.Errorf("Default().TopLogprobs = %d, want 5", c.TopLogprobs)
 	}
 
 	c = Default()

@@ -23,6 +23,10 @@ type Preset struct {
 	// Hint says how to make the serve print its evidence, when it hides it
 	// by default; it is given unless the serve's words already do it.
 	Hint *Hint
+	// NoLogprobs: the serve is known not to stream logprobs on its chat
+	// path (it ignores or rejects the fields), so --top-logprobs defaults
+	// to 0; otherwise to DefaultTopLogprobs. docs/presets.md#logprobs.
+	NoLogprobs bool
 }
 
 // Hint is a way to make a serve print its route evidence.
@@ -147,17 +151,20 @@ var Presets = map[string]Preset{
 	// target device it picks one, never the NPU. Its Legacy servable runs
 	// on whatever device it is told (--pipeline_type LM), so that line is
 	// no evidence; the device is named only in its CLI settings, at DEBUG.
+	// It rejects logprobs with stream: true ("logprobs are not supported in
+	// streaming mode.", src/llm/apis/openai_completions.cpp).
 	"ovms": {Health: "/v2/health/ready", ChatPath: "/v3/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: []string{ovmsNPU}, SlowRoute: ovmsSlow, Hint: ovmsHint},
+		FastRoute: []string{ovmsNPU}, SlowRoute: ovmsSlow, Hint: ovmsHint, NoLogprobs: true},
 	// FastFlowLM runs on the NPU only; it has no health path, /v1/models
 	// answers once it is up. "NPU Locked!" is printed when a request gets
 	// the NPU (src/server/server.cpp); flm validate prints "No NPU device
 	// found." (src/src/main.cpp). Its own "think" sets the models'
 	// enable_think (src/server/rest_handler.cpp); reasoning_effort "none"
 	// sets the same flag in the models that read it (Qwen3, Gemma), so it
-	// adds nothing, and gpt-oss warns of it.
+	// adds nothing, and gpt-oss warns of it. It reads no logprobs field and
+	// streams none (src/server/streaming_ostream_openai.hpp).
 	"flm": {Health: "/v1/models", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingThink,
-		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: []string{`No NPU device found`, `No XDNA2 NPU hardware detected`}},
+		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: []string{`No NPU device found`, `No XDNA2 NPU hardware detected`}, NoLogprobs: true},
 	// Lemonade answers under /v1 (and /api/v1), and has its own figures of
 	// the last request at /v1/stats; its llamacpp recipe prints llama.cpp's
 	// lines.
@@ -207,6 +214,12 @@ func (c *Config) ApplyPreset(set func(flag string) bool) error {
 	}
 	if !set("slow-route") {
 		c.SlowRoute = slices.Clone(p.SlowRoute)
+	}
+	if !set("top-logprobs") {
+		c.TopLogprobs = DefaultTopLogprobs
+		if p.NoLogprobs {
+			c.TopLogprobs = 0
+		}
 	}
 	return nil
 }

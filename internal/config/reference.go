@@ -56,7 +56,7 @@ func (c Config) checkReference(p *Plan) error {
 	}
 	if pattern, ok := strings.CutPrefix(c.Reference, history.Prefix); ok {
 		if _, _, err := history.Spec(history.Prefix + pattern); err != nil {
-			return fmt.Errorf("--reference: %v", strings.TrimPrefix(err.Error(), "--baseline "))
+			return fmt.Errorf("--reference %v", strings.TrimPrefix(err.Error(), "--baseline "))
 		}
 		return nil
 	}

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,6 +74,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opt.NeverReady, "never-ready", false, "health answers 503 forever")
 	fs.DurationVar(&opt.ReadyAfter, "ready-after", 0, "health answers 503 until this long after start")
 	fs.StringVar(&opt.HealthPath, "health-path", "", "health path (default: the persona's)")
+	fs.StringVar(&opt.LogprobsShape, "logprobs-shape", "", logprobsHelp)
+	fs.Float64Var(&opt.Kernel.Noise, "kernel-noise", 0, "rounding noise: jitter each logit by up to this many nats, the same way for the same prompt, so near-ties can flip (right but rounded)")
+	fs.IntVar(&opt.Kernel.Skew, "kernel-skew", 0, "a broken kernel: from token N on, a token the reference ranks last of 20 comes first and the reference's choice fourth, 4.5 nats below")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -82,6 +87,14 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 	if _, ok := personas[opt.Persona]; !ok {
 		fmt.Fprintf(stderr, "fakellm: --persona %q: want one of %s\n", opt.Persona, strings.Join(PersonaNames(), ", "))
+		return 2
+	}
+	if opt.LogprobsShape != "" && !slices.Contains(ShapeNames(), opt.LogprobsShape) {
+		fmt.Fprintf(stderr, "fakellm: --logprobs-shape %q: want one of %s\n", opt.LogprobsShape, strings.Join(ShapeNames(), ", "))
+		return 2
+	}
+	if opt.Kernel.Noise < 0 || math.IsNaN(opt.Kernel.Noise) || math.IsInf(opt.Kernel.Noise, 0) || opt.Kernel.Skew < 0 {
+		fmt.Fprintf(stderr, "fakellm: --kernel-noise %v, --kernel-skew %d: want a finite number of nats from 0, and a token number from 1 (0: none)\n", opt.Kernel.Noise, opt.Kernel.Skew)
 		return 2
 	}
 	opt.Rates, opt.FirstTokenMS = p.rates, p.firstMS

@@ -11,9 +11,9 @@
 package fakellm
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
 // Routes the simulated serve can report.
@@ -83,6 +85,16 @@ type Options struct {
 
 	NoUsage   bool // never send usage
 	NoTimings bool // never send llama.cpp timings
+
+	// LogprobsShape is how logprobs are answered when a request asks for
+	// them: ShapeLlamaCpp, ShapeVLLM, ShapeOllama (each serve's own
+	// entries), ShapeNone (ignored), ShapeReject (HTTP 400, as OVMS
+	// answers a streamed request for them) or ShapeGarbage; "": the
+	// persona's.
+	LogprobsShape string
+	// Kernel is how this route's arithmetic departs from the reference's
+	// (Generate): the zero Kernel is the reference.
+	Kernel Kernel
 
 	NeverReady bool          // health answers 503 forever
 	ReadyAfter time.Duration // health answers 503 until then
@@ -206,6 +218,9 @@ type chatRequest struct {
 	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
 	ReasoningEffort    string         `json:"reasoning_effort"`
 	Think              *bool          `json:"think"`
+	Seed               *int64         `json:"seed"`
+	Logprobs           bool           `json:"logprobs"`
+	TopLogprobs        int            `json:"top_logprobs"`
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -242,6 +257,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	shape := s.shape()
+	if req.Logprobs {
+		switch {
+		case shape == ShapeReject:
+			// OVMS, src/llm/apis/openai_completions.cpp.
+			badRequest(w, "logprobs are not supported in streaming mode.")
+			return
+		case shape != ShapeNone && (req.TopLogprobs < 0 || req.TopLogprobs > maxTopLogprobs):
+			badRequest(w, fmt.Sprintf("top_logprobs must be between 0 and %d", maxTopLogprobs))
+			return
+		}
+	}
 	tokens := s.answer(prompt, n, req.MaxTokens)
 	// Like Qwen3, the serve thinks unless the request turns it off in the
 	// way this kind of serve understands.
@@ -272,8 +299,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.stream(w, r, req, n, tokens, thinking, finish)
 }
 
-// answer is the deterministic reply to prompt as a list of tokens.
-func (s *Server) answer(prompt string, n, maxTokens int) []string {
+// answer is the deterministic reply to prompt as a list of tokens: the
+// simulated model's (Generate), or one character repeated, or the given
+// content, whose tokens are sure of themselves.
+func (s *Server) answer(prompt string, n, maxTokens int) []measure.Token {
 	count := maxTokens
 	if count <= 0 {
 		count = 16
@@ -281,32 +310,27 @@ func (s *Server) answer(prompt string, n, maxTokens int) []string {
 	if s.opt.AnswerTokens > 0 {
 		count = min(count, s.opt.AnswerTokens)
 	}
-	out := make([]string, count)
+	sure := func(text string) measure.Token {
+		return measure.Token{Text: text, Logprob: -0.01, Top: []measure.Alt{{Text: text, Logprob: -0.01}}}
+	}
 	switch {
 	case n == s.opt.Degenerate:
+		out := make([]measure.Token, count)
 		for i := range out {
-			out[i] = "/"
+			out[i] = sure("/")
 		}
+		return out
 	case s.opt.Content != "":
 		// The whole given content in the first token, the rest as spaces, so
 		// the token count stays what max_tokens asks.
-		out[0] = s.opt.Content
+		out := make([]measure.Token, count)
+		out[0] = sure(s.opt.Content)
 		for i := 1; i < count; i++ {
-			out[i] = " "
+			out[i] = sure(" ")
 		}
-	default:
-		h := fnv.New32a()
-		io.WriteString(h, prompt)
-		seed := int(h.Sum32() % uint32(len(vocabulary)))
-		for i := range out {
-			w := vocabulary[(seed+i*7)%len(vocabulary)]
-			if i > 0 {
-				w = " " + w
-			}
-			out[i] = w
-		}
+		return out
 	}
-	return out
+	return Generate(prompt, count, s.opt.Kernel)
 }
 
 var vocabulary = strings.Fields(`the serve answers each question with a steady stream of words that
@@ -347,7 +371,8 @@ func (s *Server) cache(req chatRequest) promptCache {
 	return promptCache{total: total, cached: min(templateTokens+common, total-1)}
 }
 
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest, n int, tokens []string, thinking bool, finish string) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest, n int, tokens []measure.Token, thinking bool, finish string) {
+	shape := s.shape()
 	prompt := s.cache(req)
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -371,6 +396,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	var held []byte // the tokens a buffering proxy holds
 	send := func(v any) bool {
 		b, _ := json.Marshal(v)
+		b = bytes.ReplaceAll(b, []byte(nanMark), []byte("NaN"))
 		if s.opt.Burst && held != nil {
 			held = fmt.Appendf(held, "data: %s\n\n", b)
 			return true
@@ -423,7 +449,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 			<-r.Context().Done()
 			return
 		}
-		if !send(chunk(map[string]any{field: tok}, nil)) {
+		c := chunk(map[string]any{field: tok.Text}, nil)
+		if req.Logprobs {
+			if lp := logprobsField(shape, tok, req.TopLogprobs, i, n); lp != nil {
+				c["choices"].([]any)[0].(map[string]any)["logprobs"] = lp
+			}
+		}
+		if !send(c) {
 			return
 		}
 	}
@@ -532,8 +564,8 @@ func (s *Server) flmUsage(claimed int, prompt promptCache, ttft time.Duration, s
 	}
 }
 
-func (s *Server) whole(w http.ResponseWriter, req chatRequest, tokens []string, thinking bool, finish string) {
-	text := strings.Join(tokens, "")
+func (s *Server) whole(w http.ResponseWriter, req chatRequest, tokens []measure.Token, thinking bool, finish string) {
+	text := text(tokens)
 	msg := map[string]any{"role": "assistant", "content": text}
 	if thinking {
 		msg = map[string]any{"role": "assistant", "content": "", s.opt.ReasoningField: text}

@@ -23,6 +23,7 @@ type persona struct {
 	thinkingOff    string   // "kwargs": chat_template_kwargs.enable_thinking; "effort": reasoning_effort "none"; "think": FastFlowLM's "think", then reasoning_effort
 	timings        bool     // llama.cpp's timings in the last chunk
 	flmUsage       bool     // FastFlowLM's own figures in the usage chunk
+	logprobs       string   // how it answers a request for logprobs (Shape...; "": ShapeLlamaCpp)
 
 	fast, slow, partial, neither []string // start-up lines of each route
 	// firstRequest are printed when the first request arrives, on the fast
@@ -96,7 +97,7 @@ var personas = map[string]persona{
 		fast: llamaFast, slow: llamaSlow, partial: llamaPartial, neither: llamaNeither},
 	// vLLM: vllm/platforms/cuda.py, vllm/v1/worker/gpu_model_runner.py,
 	// vllm/config/vllm.py.
-	PersonaVLLM: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs",
+	PersonaVLLM: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs", logprobs: ShapeVLLM,
 		fast: []string{
 			"(EngineCore_DP0 pid=270) INFO 11-30 02:10:00 [cuda.py:367] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION'].",
 			"(EngineCore_DP0 pid=270) INFO 11-30 02:10:20 [gpu_model_runner.py:4650] Graph capturing finished in 12 secs, took 0.45 GiB",
@@ -109,7 +110,7 @@ var personas = map[string]persona{
 	// vllm-ascend: vllm_ascend/platform.py, worker/model_runner_v1.py,
 	// compilation/acl_graph.py ("Replaying aclgraph", once, at the first
 	// replay).
-	PersonaVLLMAscend: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs",
+	PersonaVLLMAscend: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs", logprobs: ShapeVLLM,
 		fast: []string{
 			"INFO 11-30 02:10:00 [__init__.py:216] Platform plugin ascend is activated",
 			"INFO 11-30 02:10:30 [model_runner_v1.py:4862] Graph capturing finished in 30 secs, took 0.52 GiB",
@@ -121,7 +122,7 @@ var personas = map[string]persona{
 		}},
 	// OpenVINO Model Server: src/modelmanager.cpp, src/llm/servable_initializer.cpp,
 	// continuous_batching/servable_initializer.cpp.
-	PersonaOVMS: {health: "/v2/health/ready", chatPaths: []string{"/v3/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs",
+	PersonaOVMS: {health: "/v2/health/ready", chatPaths: []string{"/v3/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", logprobs: ShapeReject,
 		fast: []string{
 			"[2026-11-30 02:10:00.000][1][serving][debug][server.cpp:139] target_device: NPU",
 			"[2026-11-30 02:10:00.000][1][modelmanager][info][modelmanager.cpp:169] Available devices for Open VINO: CPU, GPU, NPU",
@@ -137,13 +138,13 @@ var personas = map[string]persona{
 	// the NPU), src/src/main.cpp (flm validate's "No NPU device found.", in
 	// red on stderr; a wrapper that runs validate before serve shows it).
 	// Thinking: src/server/rest_handler.cpp (configure_chat_engine_parameters).
-	PersonaFLM: {health: "/v1/models", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "think", flmUsage: true,
+	PersonaFLM: {health: "/v1/models", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "think", flmUsage: true, logprobs: ShapeNone,
 		fast:         []string{"[FLM]  Loading model: {model}", "[FLM]  WebServer started on port 52625 with 4 I/O threads"},
 		firstRequest: []string{"[🟢 ]  NPU Locked!"},
 		slow:         []string{"\x1b[31m[ERROR]  No NPU device found.\x1b[0m", "[FLM]  Loading model: {model}"}},
 	PersonaLemonade: {health: "/v1/health", chatPaths: []string{"/v1/chat/completions", "/api/v1/chat/completions"}, statsPath: "/v1/stats", reasoningField: "reasoning_content", thinkingOff: "kwargs",
 		fast: llamaFast, slow: llamaSlow, partial: llamaPartial},
-	PersonaOllama: {health: "/", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "effort",
+	PersonaOllama: {health: "/", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "effort", logprobs: ShapeOllama,
 		fast:    ollamaLines("cuda", 29, "load_tensors: offloaded 29/29 layers to GPU", "load_tensors:        CUDA0 model buffer size =  1041.71 MiB"),
 		slow:    ollamaLines("cpu", 0, "load_tensors:          CPU model buffer size =  1041.71 MiB"),
 		partial: ollamaLines("cuda", 20, "load_tensors: offloaded 20/29 layers to GPU", "load_tensors:        CUDA0 model buffer size =   718.40 MiB")},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
@@ -70,5 +71,37 @@ func TestMarkdown(t *testing.T) {
 func TestPassNeedsRows(t *testing.T) {
 	if (&Merged{}).Pass() {
 		t.Errorf("Merged{}.Pass() = true; no row is no pass")
+	}
+}
+
+// A column of agreement when any row has a reference; none otherwise.
+func TestMarkdownAgreement(t *testing.T) {
+	withRef := resultAt(90)
+	withRef.Reference = &report.Reference{File: "ref"}
+	withRef.Agreement = []agree.Reply{{N: 1, RefN: 1, OK: true}, {N: 2, RefN: 2}, {N: 3}}
+	m := &Merged{Base: "npu serve smoke", Rows: []Row{
+		{Job: Job{"model": "a", "device": "npu"}, State: Pass, Result: withRef},
+		{Job: Job{"model": "b", "device": "npu"}, State: Pass, Result: resultAt(90)},
+		{Job: Job{"model": "c", "device": "igpu"}, State: Missing},
+	}}
+	md := m.Markdown(65536, nil)
+	for _, want := range []string{
+		"| route | against the baseline | agreement |\n|---|---|---|---:|---:|---|---|---|\n",
+		"| a | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | 1/2 agree |\n",
+		"| b | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | no reference |\n",
+		"| c | igpu | ❌ missing | — | — | — | — | no reference |\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
+	}
+	var con bytes.Buffer
+	m.Console(&con)
+	if !strings.Contains(con.String(), "route fast, agreement 1/2 agree\n") {
+		t.Errorf("Console() = %q, want the agreement on row a", con.String())
+	}
+	m.Rows = m.Rows[1:]
+	if md := m.Markdown(65536, nil); strings.Contains(md, "agreement") {
+		t.Errorf("Markdown() without references has an agreement column:\n%s", md)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
@@ -350,7 +351,7 @@ func (g *Gate) prober(base string) *probe.Prober {
 	pr := &probe.Prober{
 		URL: base + p.ChatPath, Model: p.Model, MaxTokens: p.MaxTokens,
 		Thinking: p.Thinking == "on", ThinkingControl: p.ThinkingControl,
-		RequestTimeout: p.RequestTimeout,
+		RequestTimeout: p.RequestTimeout, TopLogprobs: p.TopLogprobs,
 	}
 	if p.StatsPath != "" {
 		pr.StatsURL = base + p.StatsPath
@@ -441,7 +442,14 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 	if err := report.WriteJSON(filepath.Join(a.out, report.ReplyFile(&r)), &r); err != nil {
 		a.g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
 	}
-	a.g.logf("%s", progress(&r))
+	line := progress(&r)
+	if ref := p.Reference; ref != nil && !r.Warmup && r.Error == "" {
+		// How it agrees, as the judge will compare it: the reply with
+		// the reference's to the same prompt.
+		ag := agree.CompareAll([]measure.Reply{r}, ref.Replies, a.g.Plan.Limits().Agreement.OrDefault())[0]
+		line += ", agrees: " + report.AgreesText(ag)
+	}
+	a.g.logf("%s", line)
 	if r.Logprobs == measure.LogprobsRefused && !a.toldRefusal {
 		a.toldRefusal = true
 		a.g.logf("%s", refusalLine(&r))

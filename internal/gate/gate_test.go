@@ -280,3 +280,35 @@ func BenchmarkRateByLength(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLogprobsRate is the gate's median decode rate and first token
+// against the simulated serve, without logprobs and with 5 alternatives a
+// token: paced at 90 tok/s after 250 ms, and unpaced (the serve as fast as
+// it can write, the probe as fast as it can read). The rate assertion must
+// not be skewed by asking.
+func BenchmarkLogprobsRate(b *testing.B) {
+	for _, pace := range []struct {
+		name string
+		args []string
+	}{{"paced", []string{"--rate", "90", "--first-token-ms", "250"}}, {"unpaced", []string{"--rate", "0", "--first-token-ms", "0"}}} {
+		for _, k := range []int{0, 5} {
+			b.Run(fmt.Sprintf("%s/top-logprobs-%d", pace.name, k), func(b *testing.B) {
+				var rate, first float64
+				for b.Loop() {
+					p := plan(b, pace.args...)
+					p.MaxTokens, p.Replies, p.MaxReplies, p.TopLogprobs = 128, 5, 5, k
+					res, err := (&Gate{Plan: p}).Run(context.Background())
+					if err != nil || res.Intervals.Rate == nil || res.Intervals.FirstToken == nil {
+						b.Fatalf("Run() = %v, %v", res, err)
+					}
+					if want := map[int]string{0: "", 5: "sent"}[k]; res.Replies[0].Logprobs != want {
+						b.Fatalf("Logprobs = %q, want %q", res.Replies[0].Logprobs, want)
+					}
+					rate, first = res.Intervals.Rate.Median, res.Intervals.FirstToken.Median
+				}
+				b.ReportMetric(rate, "tok/s")
+				b.ReportMetric(first, "first-ms")
+			})
+		}
+	}
+}

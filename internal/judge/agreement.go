@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,7 +45,7 @@ func judgeAgreement(in Input) Assertion {
 		if r.Unit == agree.UnitBytes {
 			textOnly = append(textOnly, strconv.Itoa(r.N))
 		}
-		if r.KNote != "" && len(notes) == 0 {
+		if r.KNote != "" && !slices.Contains(notes, r.KNote) {
 			notes = append(notes, r.KNote)
 		}
 		if r.Shared > 0 {
@@ -65,8 +66,12 @@ func judgeAgreement(in Input) Assertion {
 	}
 	figures := "each: " + strings.Join(each, ", ")
 	if shared > 0 {
-		figures += fmt.Sprintf("; mean KL %.4f nats over %d shared positions (largest %.4f), top-1 %.1f%%",
-			kl/float64(shared), shared, worst, top1/float64(shared)*100)
+		positions := "positions"
+		if shared == 1 {
+			positions = "position"
+		}
+		figures += fmt.Sprintf("; mean KL %.4f nats over %d shared %s (largest %.4f), top-1 %.1f%%",
+			kl/float64(shared), shared, positions, worst, top1/float64(shared)*100)
 	}
 	figures += fmt.Sprintf("; tie margin %g nats, mean KL at most %g", b.TieMargin, b.MaxKL)
 	if len(missing) > 0 {
@@ -99,9 +104,6 @@ func eachOf(r *agree.Reply) string {
 	}
 	if r.Diverged != nil && r.Diverged.Tie {
 		s += fmt.Sprintf(" at a tie (gap %.2f nats)", *r.Diverged.Gap)
-	}
-	if r.Why != "" && r.Diverged == nil {
-		s += " (" + r.Why + ")"
 	}
 	return s
 }

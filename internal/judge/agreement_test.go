@@ -1,7 +1,9 @@
 package judge
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,6 +32,12 @@ func said(n int, prompt string, toks ...measure.Token) measure.Reply {
 	return r
 }
 
+// wide is r asking for 3 alternatives.
+func wide(r measure.Reply) measure.Reply {
+	r.TopLogprobs = 3
+	return r
+}
+
 func TestJudgeAgreement(t *testing.T) {
 	ref := []measure.Reply{
 		said(1, "France?", sure(" Paris"), sure(".")),
@@ -52,12 +60,12 @@ func TestJudgeAgreement(t *testing.T) {
 			name: "the same answers, one at a tie, one not in the reference",
 			replies: []measure.Reply{
 				said(1, "Spain?", tie, sure(".")),
-				said(2, "France?", sure(" Paris"), sure(".")),
-				said(3, "Peru?", sure(" Lima")),
+				said(2, "Peru?", sure(" Lima")),
+				said(3, "France?", sure(" Paris"), sure(".")),
 			},
 			want: Assertion{Name: Agreement, OK: true, Detail: `2 of 2 compared replies agree with the reference ref/result.json ` +
-				`(each: 0/2 at a tie (gap 0.02 nats), 2/2, -; mean KL 0.0001 nats over 3 shared positions (largest 0.0002), top-1 66.7%; ` +
-				`tie margin 0.1 nats, mean KL at most 0.01; not in the reference, not judged: reply 3)`},
+				`(each: 0/2 at a tie (gap 0.02 nats), -, 2/2; mean KL 0.0001 nats over 3 shared positions (largest 0.0002), top-1 66.7%; ` +
+				`tie margin 0.1 nats, mean KL at most 0.01; not in the reference, not judged: reply 2)`},
 		},
 		{
 			name: "a real disagreement quoted with both tokens and their logprobs",
@@ -70,6 +78,32 @@ func TestJudgeAgreement(t *testing.T) {
 			want: Assertion{Name: Agreement, Detail: `2 of 4 compared replies disagree with the reference ref/result.json: ` +
 				`reply 3, token 2: the reference "." (-0.1), this run " //" (-3.9); reply 4: a real disagreement at token 1 ` +
 				`(each: 2/2, 2/2, 1/2, 0/2; mean KL 0.2012 nats over 7 shared positions (largest 0.7042), top-1 71.4%; tie margin 0.1 nats, mean KL at most 0.01)`},
+		},
+		{
+			name: "apart in distribution, an error, and lists of another length, said once",
+			replies: []measure.Reply{
+				wide(said(1, "France?", measure.Token{Text: " Paris", Logprob: math.Log(0.6), Top: []measure.Alt{alt(" Paris", 0.6), alt("x", 0.3), alt("y", 0.05)}}, sure("."))),
+				wide(said(2, "Italy?", sure(" Rome"), sure("."))),
+				func() measure.Reply { r := said(3, "Spain?"); r.Error = "HTTP 500"; return r }(),
+			},
+			want: Assertion{Name: Agreement, Detail: `2 of 3 compared replies disagree with the reference ref/result.json: ` +
+				`reply 1: the mean KL, 0.1179 nats, is above 0.01; reply 3: this run's reply is an error ` +
+				`(each: 2/2, 2/2, 0/0; mean KL 0.0589 nats over 4 shared positions (largest 0.2358), top-1 100.0%; tie margin 0.1 nats, mean KL at most 0.01; ` +
+				`the reference listed 2 alternatives, this run 3: both compared on their top 2)`},
+		},
+		{
+			name:    "this run ended where the reference went on",
+			replies: []measure.Reply{said(1, "France?", sure(" Paris"))},
+			want: Assertion{Name: Agreement, Detail: `1 of 1 compared replies disagree with the reference ref/result.json: ` +
+				`reply 1, token 2: the reference "." (-0.1), this run ended ` +
+				`(each: 1/2; mean KL 0.0000 nats over 1 shared position (largest 0.0000), top-1 100.0%; tie margin 0.1 nats, mean KL at most 0.01)`},
+		},
+		{
+			name:    "the reference ended where this run went on",
+			replies: []measure.Reply{said(1, "France?", sure(" Paris"), sure("."), sure(" It"))},
+			want: Assertion{Name: Agreement, Detail: `1 of 1 compared replies disagree with the reference ref/result.json: ` +
+				`reply 1, token 3: the reference ended, this run " It" (-0.1) ` +
+				`(each: 2/3; mean KL 0.0000 nats over 2 shared positions (largest 0.0000), top-1 100.0%; tie margin 0.1 nats, mean KL at most 0.01)`},
 		},
 		{
 			name:    "text only: weaker evidence",
@@ -93,11 +127,61 @@ func TestJudgeAgreement(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.limits == (agree.Bounds{}) {
+				tt.limits = agree.Bounds{TieMargin: 0.1, MaxKL: 0.01}
+			}
 			in := Input{Replies: tt.replies, Limits: Limits{Agreement: tt.limits},
 				Reference: &Reference{File: "ref/result.json", Replies: ref}}
 			if diff := cmp.Diff(tt.want, judgeAgreement(in)); diff != "" {
 				t.Errorf("judgeAgreement() mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestJudgeAgreementInJudge: the assertion comes after the baseline's, with
+// the default bounds when none are set; with no replies it says why, like the
+// others.
+func TestJudgeAgreementInJudge(t *testing.T) {
+	ref := &Reference{File: "ref", Replies: []measure.Reply{said(1, "France?", sure(" Paris"))}}
+	in := Input{
+		Replies:   []measure.Reply{said(1, "France?", sure(" Paris"))},
+		Limits:    limits,
+		Baseline:  &Baseline{File: "base", Rate: 80, FirstTokenMS: 300},
+		Reference: ref,
+	}
+	in.Limits.MaxRegression = 0.1
+	v := Judge(in)
+	var names []string
+	for _, a := range v.Assertions {
+		names = append(names, a.Name)
+	}
+	if diff := cmp.Diff([]string{Route, Rate, FirstToken, Content, Regression, Agreement}, names); diff != "" {
+		t.Errorf("Judge() assertions mismatch (-want +got):\n%s", diff)
+	}
+	last := v.Assertions[len(v.Assertions)-1]
+	bounds := fmt.Sprintf("tie margin %g nats, mean KL at most %g", agree.DefaultTieMargin, agree.DefaultMaxKL)
+	if !last.OK || !strings.Contains(last.Detail, bounds) {
+		t.Errorf("Judge() agreement = %+v, want OK with the default bounds (%s)", last, bounds)
+	}
+	if got := Agreements(in); len(got) != 1 || got[0].RefN != 1 || !got[0].OK {
+		t.Errorf("Agreements() = %+v, want reply 1 agreeing with reference reply 1", got)
+	}
+	if got := Agreements(Input{Replies: in.Replies}); got != nil {
+		t.Errorf("Agreements(no reference) = %+v, want nil", got)
+	}
+
+	in.Replies, in.NoReplies = nil, "the serve never became ready"
+	v = Judge(in)
+	names = nil
+	for _, a := range v.Assertions {
+		names = append(names, a.Name+": "+a.Detail)
+	}
+	want := []string{Route, Rate, FirstToken, Content, Regression, Agreement}
+	for i := range want {
+		want[i] += ": no replies: the serve never became ready"
+	}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("Judge(no replies) assertions mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -50,10 +50,14 @@ type logprob struct {
 	} `json:"top_logprobs"`
 }
 
-// capture gathers the logprobs of one reply as its chunks come.
+// capture gathers the logprobs of one reply. While the stream runs it only
+// keeps each choice's logprobs field as it came (the chunk's parse has
+// copied it); they are read after the stream ended, so reading them delays
+// no token's arrival time.
 type capture struct {
 	k       int // top_logprobs asked for; 0: none asked
 	bound   int // tokens kept at most
+	raw     []json.RawMessage
 	tokens  []measure.Token
 	garbage string // why the logprobs sent cannot be believed
 	over    int    // tokens past the bound, dropped
@@ -67,10 +71,23 @@ func newCapture(k, maxTokens int) *capture {
 	return &capture{k: k, bound: bound}
 }
 
+// keep keeps one choice's logprobs field for later; no more fields than
+// tokens are kept, a field holding one token or more.
+func (c *capture) keep(raw json.RawMessage) {
+	if c == nil || len(raw) == 0 || bytes.Equal(raw, null) {
+		return
+	}
+	if len(c.raw) >= c.bound {
+		c.over++ // at least one token more
+		return
+	}
+	c.raw = append(c.raw, raw)
+}
+
 // take reads one choice's logprobs field. Whatever is wrong with it is
 // recorded, never returned: the reply's other figures stand.
 func (c *capture) take(raw json.RawMessage) {
-	if c == nil || c.garbage != "" || len(raw) == 0 || bytes.Equal(raw, null) {
+	if c.garbage != "" {
 		return
 	}
 	var lp logprobs
@@ -159,11 +176,16 @@ func entry(text *string, id, logprob *json.Number) (string, *int, float64, strin
 	return *text, p, lp, ""
 }
 
-// finish records what became of the logprobs in r.
+// finish reads the fields kept and records what became of the logprobs
+// in r.
 func (c *capture) finish(r *measure.Reply) {
 	if c == nil {
 		return
 	}
+	for _, raw := range c.raw {
+		c.take(raw)
+	}
+	c.raw = nil
 	switch {
 	case c.garbage != "":
 		r.Logprobs, r.LogprobsDetail = measure.LogprobsGarbage, c.garbage
@@ -174,7 +196,7 @@ func (c *capture) finish(r *measure.Reply) {
 	default:
 		r.Logprobs, r.Generated = measure.LogprobsSent, c.tokens
 		if c.over > 0 {
-			r.LogprobsDetail = fmt.Sprintf("the serve sent %d tokens of logprobs past max_tokens + %d; kept the first %d", c.over, extraTokens, c.bound)
+			r.LogprobsDetail = fmt.Sprintf("the serve sent logprobs for at least %d tokens past max_tokens + %d; kept the first %d", c.over, extraTokens, c.bound)
 		}
 	}
 }

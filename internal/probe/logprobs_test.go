@@ -156,7 +156,7 @@ func TestLogprobsGarbage(t *testing.T) {
 // max_tokens, and no more alternatives than asked.
 func TestLogprobsBounds(t *testing.T) {
 	r := readLogprobs(t, lpStream(40, good), 1, 10)
-	if len(r.Generated) != 10+extraTokens || r.Logprobs != measure.LogprobsSent || !strings.Contains(r.LogprobsDetail, "22 tokens") {
+	if len(r.Generated) != 10+extraTokens || r.Logprobs != measure.LogprobsSent || !strings.Contains(r.LogprobsDetail, "at least 22 tokens past max_tokens + 8; kept the first 18") {
 		t.Errorf("40 tokens for max_tokens 10: kept %d, Logprobs %q, detail %q; want %d kept and the rest named", len(r.Generated), r.Logprobs, r.LogprobsDetail, 10+extraTokens)
 	}
 	// Several tokens in one chunk count one by one.

@@ -446,7 +446,7 @@ func read(body io.Reader, t0 time.Time, r *measure.Reply, arrival func() int64, 
 				return fmt.Errorf("the serve sent an error in the stream: %s", errorMessage(data))
 			}
 			for j := range c.Choices {
-				lp.take(c.Choices[j].Logprobs)
+				lp.keep(c.Choices[j].Logprobs)
 			}
 			if take(c, r, &content, &reasoning) {
 				if r.FirstMS == nil {

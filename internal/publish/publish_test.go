@@ -668,3 +668,19 @@ func TestCheckRunTimesAreThePublishers(t *testing.T) {
 		}
 	}
 }
+
+// The agreement output is the agreement assertion's state, empty without a
+// reference.
+func TestOutputsAgreement(t *testing.T) {
+	res := result(t, true)
+	if got := Outputs(res, "", 0)["agreement"]; got != "" {
+		t.Errorf("Outputs()[agreement] without a reference = %q, want empty", got)
+	}
+	for _, ok := range []bool{true, false} {
+		res.Assertions = append(res.Assertions[:len(res.Assertions):len(res.Assertions)], judge.Assertion{Name: judge.Agreement, OK: ok})
+		want := map[bool]string{true: "ok", false: "fail"}[ok]
+		if got := Outputs(res, "", 0)["agreement"]; got != want {
+			t.Errorf("Outputs()[agreement] with the assertion ok=%v = %q, want %q", ok, got, want)
+		}
+	}
+}

@@ -82,7 +82,9 @@ func KeepForAgreement(r measure.Reply) measure.Reply {
 // WriteReference writes ref and its replies to dir/reference.json, refusing
 // to write more than MaxReference bytes: the file could not be read back.
 func WriteReference(dir string, ref *Reference) error {
-	b, err := json.MarshalIndent(referenceFile{Schema: Schema, Reference: ref, Replies: ref.Replies}, "", " ")
+	// Compact: a token with its top alternatives is a few objects, and
+	// indenting them takes a third more bytes.
+	b, err := json.Marshal(referenceFile{Schema: Schema, Reference: ref, Replies: ref.Replies})
 	if err != nil {
 		return err
 	}
