@@ -1,9 +1,14 @@
 package realserve
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
 // costRounds is how many rounds of the built-in prompts TestLogprobsCost
@@ -60,4 +65,62 @@ func TestLogprobsCost(t *testing.T) {
 	if b5 <= b0 {
 		t.Errorf("a reply's stream with logprobs (%.0f bytes) is not larger than without (%.0f)", b5, b0)
 	}
+}
+
+// gateCostRuns is how many gate runs TestGateLogprobsCost makes with each
+// --top-logprobs, alternating.
+const gateCostRuns = 3
+
+// TestGateLogprobsCost runs the gate (--preset ollama) against the f32 model
+// with --top-logprobs 0 and topK, alternating, and logs the median over the
+// runs of each run's median rate and first token, and the bytes of a reply
+// file: the rate assertion must not be skewed by asking. It checks what was
+// asked and kept, not the times: every reply of a run with topK holds its
+// tokens with topK alternatives each, and no reply of a run with 0 any.
+func TestGateLogprobsCost(t *testing.T) {
+	o := setUp(t)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type figures struct{ rate, first, bytes []float64 }
+	var got [2]figures
+	ks := [2]int{0, topK}
+	for run := range gateCostRuns {
+		for i, k := range ks {
+			g := o.run(t, "cost-"+strconv.Itoa(k)+"-"+strconv.Itoa(run), port,
+				append([]string{"--floor", "1", "--top-logprobs", strconv.Itoa(k)}, cpuIsExpected...)...)
+			var rates, firsts []float64
+			for _, r := range g.res.Replies {
+				rate, ok := g.res.Rate(&r)
+				if !ok {
+					t.Fatalf("--top-logprobs %d: reply %d has no rate", k, r.N)
+				}
+				rates, firsts = append(rates, rate), append(firsts, deref(r.FirstMS))
+				fi, err := os.Stat(filepath.Join(g.out, report.ReplyFile(&r)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[i].bytes = append(got[i].bytes, float64(fi.Size()))
+				switch {
+				case k == 0 && (r.Logprobs != "" || len(r.Generated) > 0):
+					t.Errorf("--top-logprobs 0, reply %d: logprobs %q, %d tokens with them; want none asked", r.N, r.Logprobs, len(r.Generated))
+				case k > 0 && (r.Logprobs != measure.LogprobsSent || len(r.Generated) != maxTokens):
+					t.Errorf("--top-logprobs %d, reply %d: logprobs %q, %d tokens with them; want %q, %d", k, r.N, r.Logprobs, len(r.Generated), measure.LogprobsSent, maxTokens)
+				case k > 0 && len(r.Generated[0].Top) != k:
+					t.Errorf("--top-logprobs %d, reply %d: %d alternatives at the first token", k, r.N, len(r.Generated[0].Top))
+				}
+			}
+			got[i].rate = append(got[i].rate, judge.Median(rates))
+			got[i].first = append(got[i].first, judge.Median(firsts))
+		}
+	}
+	t.Logf("the gate (--preset ollama), f32 model, %d runs each of %d replies of %d tokens; medians over the runs of each run's median:", gateCostRuns, len(ks), maxTokens)
+	t.Logf("%-15s %14s %14s %16s", "--top-logprobs", "rate tok/s", "first token", "reply_N.json")
+	for i, k := range ks {
+		t.Logf("%-15d %14.1f %12.1fms %14.0f B", k, judge.Median(got[i].rate), judge.Median(got[i].first), judge.Median(got[i].bytes))
+	}
+	t.Logf("--top-logprobs %d against 0: rate %+.1f%%, first token %+.1f%%, a reply file %.1fx",
+		topK, 100*(judge.Median(got[1].rate)/judge.Median(got[0].rate)-1),
+		100*(judge.Median(got[1].first)/judge.Median(got[0].first)-1), judge.Median(got[1].bytes)/judge.Median(got[0].bytes))
 }
