@@ -115,7 +115,8 @@ func TestGateLogprobsCost(t *testing.T) {
 			got[i].first = append(got[i].first, judge.Median(firsts))
 		}
 	}
-	t.Logf("the gate (--preset ollama), f32 model, %d runs each of %d replies of %d tokens; medians over the runs of each run's median:", gateCostRuns, len(ks), maxTokens)
+	t.Logf("the gate (--preset ollama), f32 model, %d runs with each --top-logprobs, %d replies of %d tokens a run; medians over the runs of each run's median:",
+		gateCostRuns, len(got[0].bytes)/gateCostRuns, maxTokens)
 	t.Logf("%-15s %14s %14s %16s", "--top-logprobs", "rate tok/s", "first token", "reply_N.json")
 	for i, k := range ks {
 		t.Logf("%-15d %14.1f %12.1fms %14.0f B", k, judge.Median(got[i].rate), judge.Median(got[i].first), judge.Median(got[i].bytes))
