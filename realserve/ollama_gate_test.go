@@ -35,15 +35,12 @@ type realOllama struct {
 }
 
 // setUp finds Ollama (or fails saying how to install it; skips only when
-// told to), builds the gate, and creates the tiny model in a models
-// directory of the test's own.
+// told to), builds the gate, and creates the tiny model and its variants
+// in a models directory of the test's own.
 func setUp(t *testing.T) *realOllama {
 	t.Helper()
-	if v := os.Getenv(skipVar); v == "skip" {
-		fmt.Printf("SKIP %s: the real-serve tests did not run (%s=skip)\n", t.Name(), skipVar)
-		t.Skipf("%s=skip: the gate was not run against a real Ollama", skipVar)
-	} else if v != "" {
-		t.Fatalf("%s=%q: the only value it takes is skip", skipVar, v)
+	if skip(t) {
+		return nil
 	}
 	ollama, err := findOllama()
 	if err != nil {
@@ -55,15 +52,19 @@ func setUp(t *testing.T) *realOllama {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the gate: %v\n%s", err, out)
 	}
-	gguf := filepath.Join(o.dir, "tiny.gguf")
-	if err := WriteTinyModel(gguf); err != nil {
-		t.Fatal(err)
-	}
 	s, err := startOllama(ollama, o.dir, "create.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.createModel(gguf)
+	for _, v := range []Variant{F32, F16, Perturbed} {
+		gguf := filepath.Join(o.dir, v.String()+".gguf")
+		if err = WriteTinyVariant(gguf, v); err != nil {
+			break
+		}
+		if err = s.createModel(variantModel(v), gguf); err != nil {
+			break
+		}
+	}
 	s.stop()
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +75,20 @@ func setUp(t *testing.T) *realOllama {
 	return o
 }
 
+// skip skips the test when told to (skipVar=skip), saying so on the console
+// too; it fails the test on any other value.
+func skip(t *testing.T) bool {
+	t.Helper()
+	if v := os.Getenv(skipVar); v == "skip" {
+		fmt.Printf("SKIP %s: the real-serve tests did not run (%s=skip)\n", t.Name(), skipVar)
+		t.Skipf("%s=skip: the gate was not run against a real Ollama", skipVar)
+		return true
+	} else if v != "" {
+		t.Fatalf("%s=%q: the only value it takes is skip", skipVar, v)
+	}
+	return false
+}
+
 // gateRun is one run of the gate: its exit status, console and out/.
 type gateRun struct {
 	code    int
@@ -82,14 +97,21 @@ type gateRun struct {
 	res     *report.Result
 }
 
-// run runs the gate against a real Ollama with --preset ollama on port,
-// then checks it left nothing behind: no survivor in result.json, no Ollama
-// process of the test's, the port free.
+// run runs the gate against a real Ollama serving the tiny model with
+// --preset ollama on port, then checks it left nothing behind: no survivor
+// in result.json, no Ollama process of the test's, the port free.
 func (o *realOllama) run(t *testing.T, name string, port int, args ...string) gateRun {
+	t.Helper()
+	return o.command(t, "run", modelName, name, port, args...)
+}
+
+// command runs the gate's command (run, record) against a real Ollama serving
+// model, as run does.
+func (o *realOllama) command(t *testing.T, command, model, name string, port int, args ...string) gateRun {
 	t.Helper()
 	out := filepath.Join(o.dir, name)
 	serveLine := fmt.Sprintf("env OLLAMA_HOST=127.0.0.1:{port} OLLAMA_MODELS='%s' OLLAMA_DEBUG=1 ollama serve", filepath.Join(o.dir, "models"))
-	args = append([]string{"run", "--preset", "ollama", "--serve", serveLine, "--model", modelName,
+	args = append([]string{command, "--preset", "ollama", "--serve", serveLine, "--model", model,
 		"--hold", "none", "--port", strconv.Itoa(port), "--max-tokens", strconv.Itoa(maxTokens),
 		"--first-token-ms", firstTokenMS, "--out", out}, args...)
 	console, err := os.Create(out + ".console")
@@ -171,11 +193,13 @@ func (g gateRun) highestRate(t *testing.T) float64 {
 }
 
 // cpuIsExpected are route patterns for a machine where the CPU is the
-// route the user expects: this test's. Ollama prints the first when it
-// places no layer on a device (llm/server.go: slog.Info("offload", ...)).
+// route the user expects: this test's. Ollama prints one line a device
+// that holds weights when it loads a model (ml/device.go, BackendMemory.Log:
+// slog "model weights" "device" NAME "size" ...): with nothing on a device,
+// the CPU's alone.
 var cpuIsExpected = []string{
-	"--fast-route", `msg=offload library=cpu `,
-	"--slow-route", `msg=offload library=(cuda|rocm|oneapi|metal) `,
+	"--fast-route", `msg="model weights" device=CPU `,
+	"--slow-route", `msg="model weights" device=(?:CUDA|ROCm|Vulkan|Metal)`,
 }
 
 // TestOllama runs the gate with --preset ollama against a real Ollama
@@ -226,9 +250,9 @@ func TestOllama(t *testing.T) {
 	t.Run("the preset names the CPU route slow, and quotes the line", func(t *testing.T) {
 		g := o.run(t, "preset", port, "--floor", "1")
 		route := g.assertion(t, judge.Route)
-		quoted := strings.Contains(route.Detail, "library=cpu") || strings.Contains(route.Detail, "CPU model buffer size")
+		quoted := strings.Contains(route.Detail, "CPU model buffer size")
 		if route.OK || !strings.Contains(route.Detail, "slow route") || !quoted {
-			t.Errorf("route: ok %v, %q; want the slow route, quoting Ollama's `msg=offload library=cpu ... layers.offload=0` or `load_tensors: CPU model buffer size` line", route.OK, route.Detail)
+			t.Errorf("route: ok %v, %q; want the slow route, quoting the `load_tensors: CPU model buffer size` line of Ollama's runner (llama.cpp's)", route.OK, route.Detail)
 		}
 		if g.code != 1 {
 			t.Errorf("exit %d, want 1 (the slow route fails the gate)", g.code)

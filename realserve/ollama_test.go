@@ -22,7 +22,7 @@ import (
 
 // OllamaVersion is the Ollama these tests were checked against: its log
 // lines, its API and the tiny model's keys.
-const OllamaVersion = "v0.6.5"
+const OllamaVersion = "v0.12.11"
 
 // skipVar set to "skip" skips the real-serve tests; nothing else does.
 const skipVar = "NPU_SERVE_SMOKE_REALSERVE"
@@ -67,6 +67,7 @@ func ollamaEnv(dir string) []string {
 // the model and to ask Ollama for its own figures), in its own process group.
 type ollamaServe struct {
 	cmd    *exec.Cmd
+	base   *url.URL
 	client *api.Client
 	log    string
 	done   chan struct{}
@@ -94,6 +95,7 @@ func startOllama(ollama, dir, logName string) (*ollamaServe, error) {
 	s := &ollamaServe{cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
 	base := &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(port)}
+	s.base = base
 	s.client = api.NewClient(base, &http.Client{Timeout: 2 * time.Minute})
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -127,13 +129,13 @@ func (s *ollamaServe) stop() {
 	<-s.done
 }
 
-// createModel puts the GGUF file into Ollama as modelName, with the chat
+// createModel puts the GGUF file into Ollama as name, with the chat
 // template, through its API: the file as a blob, then a model from it.
 // The model decodes on one thread: ggml's threads meet at a barrier after
 // every operation, and a model this small has hundreds of tiny ones a token,
 // so on a loaded machine two threads decode at a few tokens a second where
 // one decodes at a thousand.
-func (s *ollamaServe) createModel(gguf string) error {
+func (s *ollamaServe) createModel(name, gguf string) error {
 	b, err := os.ReadFile(gguf)
 	if err != nil {
 		return err
@@ -144,10 +146,10 @@ func (s *ollamaServe) createModel(gguf string) error {
 		return fmt.Errorf("ollama: uploading %s: %w", gguf, err)
 	}
 	stream := false
-	req := &api.CreateRequest{Model: modelName, Files: map[string]string{filepath.Base(gguf): digest},
+	req := &api.CreateRequest{Model: name, Files: map[string]string{filepath.Base(gguf): digest},
 		Template: chatTemplate, Parameters: map[string]any{"num_thread": 1}, Stream: &stream}
 	if err := s.client.Create(ctx, req, func(api.ProgressResponse) error { return nil }); err != nil {
-		return fmt.Errorf("ollama: creating %s from %s: %w; its log: %s", modelName, gguf, err, tail(s.log))
+		return fmt.Errorf("ollama: creating %s from %s: %w; its log: %s", name, gguf, err, tail(s.log))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/ollama/ollama/fs/ggml"
+	"github.com/x448/float16"
 )
 
 // The tiny model's shape: llama architecture, 128 wide, 2 layers. Its wide
@@ -83,11 +84,57 @@ func newVocab() vocab {
 	return v
 }
 
+// Variant is one of the tiny model's variants, for the agreement tests: the
+// model itself, and two others with the same weights changed.
+type Variant int
+
+const (
+	// F32 is the model itself, every weight in F32.
+	F32 Variant = iota
+	// F16 is the model with its matrices rounded to F16 (the norms stay
+	// F32, as in llama.cpp's own F16 files): right, but rounded.
+	F16
+	// Perturbed is the model with one layer's weights wrong: blk.1's
+	// feed-forward output matrix (ffn_down) scaled by PerturbScale, as a
+	// kernel with a wrong scale would compute it. Wrong.
+	Perturbed
+)
+
+// PerturbScale is what Perturbed multiplies blk.1.ffn_down.weight by: enough
+// to change the model's next word at some positions, not at every one.
+const PerturbScale = 24
+
+func (v Variant) String() string {
+	switch v {
+	case F32:
+		return "f32"
+	case F16:
+		return "f16"
+	case Perturbed:
+		return "perturbed"
+	}
+	return fmt.Sprintf("Variant(%d)", int(v))
+}
+
 // WriteTinyModel writes a llama-architecture GGUF with random weights (seeded,
 // so the file is the same every time) to path. Its output layer gives every
 // token but the words a logit hundreds below theirs, so whatever it samples
 // is plain words: valid UTF-8, never an end of sequence, never one character.
 func WriteTinyModel(path string) error {
+	return WriteTinyVariant(path, F32)
+}
+
+// WriteTinyVariant writes the tiny model's variant to path: the same seeded
+// weights as WriteTinyModel's, rounded or changed as the variant says.
+func WriteTinyVariant(path string, variant Variant) error {
+	fileType := uint32(0) // all F32
+	switch variant {
+	case F32, Perturbed:
+	case F16:
+		fileType = 1 // mostly F16
+	default:
+		return fmt.Errorf("the tiny model has no variant %d", int(variant))
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -97,7 +144,7 @@ func WriteTinyModel(path string) error {
 	kv := ggml.KV{
 		"general.architecture":                   "llama",
 		"general.name":                           "tiny random llama",
-		"general.file_type":                      uint32(0), // all F32
+		"general.file_type":                      fileType,
 		"llama.vocab_size":                       uint32(len(v.tokens)),
 		"llama.context_length":                   uint32(ctxTrain),
 		"llama.embedding_length":                 uint32(embd),
@@ -119,7 +166,9 @@ func WriteTinyModel(path string) error {
 		"tokenizer.ggml.add_eos_token":           false,
 	}
 	rng := rand.New(rand.NewPCG(8, 7))
-	err = ggml.WriteGGUF(f, kv, tensors(v, rng))
+	ts := tensors(v, rng)
+	vary(ts, variant)
+	err = ggml.WriteGGUF(f, kv, ts)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -129,8 +178,25 @@ func WriteTinyModel(path string) error {
 	return nil
 }
 
-// tensors are the model's weights. Shapes are rows × columns (ollama's
-// writer reverses them into ggml's order, the contiguous dimension first).
+// vary makes the model's weights the variant's: matrices to F16, or one
+// layer's feed-forward output scaled.
+func vary(ts []*ggml.Tensor, variant Variant) {
+	for _, t := range ts {
+		switch {
+		case variant == F16 && len(t.Shape) == 2:
+			t.Kind = 1 // F16
+			t.WriterTo = f16s(t.WriterTo.(f32s))
+		case variant == Perturbed && t.Name == "blk.1.ffn_down.weight":
+			w := t.WriterTo.(f32s)
+			for i := range w {
+				w[i] *= PerturbScale
+			}
+		}
+	}
+}
+
+// tensors are the model's weights. Shapes are given rows × columns and
+// written in ggml's order, the contiguous dimension (columns) first.
 //
 // Every token's embedding holds 1 in dimension 0 and small random values
 // elsewhere; the layers add far smaller values, so the last position's
@@ -140,7 +206,7 @@ func WriteTinyModel(path string) error {
 // never one token thirty times in a row (Ollama ends a stream that does).
 // The rows of the tokens that must never be sampled hold −100 in dimension
 // 0, the words' rows 0: their logits are hundreds apart.
-func tensors(v vocab, rng *rand.Rand) []ggml.Tensor {
+func tensors(v vocab, rng *rand.Rand) []*ggml.Tensor {
 	n := len(v.tokens)
 	gauss := func(rows, cols int, std float64) []float32 {
 		w := make([]float32, rows*cols)
@@ -174,7 +240,7 @@ func tensors(v vocab, rng *rand.Rand) []ggml.Tensor {
 		out[t*embd] = 0
 		prev = t
 	}
-	ts := []ggml.Tensor{
+	ts := []*ggml.Tensor{
 		tensor("token_embd.weight", embed, n, embd),
 		tensor("output_norm.weight", ones(embd), embd),
 		tensor("output.weight", out, n, embd),
@@ -197,12 +263,12 @@ func tensors(v vocab, rng *rand.Rand) []ggml.Tensor {
 	return ts
 }
 
-func tensor(name string, data []float32, shape ...int) ggml.Tensor {
+func tensor(name string, data []float32, shape ...int) *ggml.Tensor {
 	s := make([]uint64, len(shape))
 	for i, d := range shape {
-		s[i] = uint64(d)
+		s[len(shape)-1-i] = uint64(d)
 	}
-	return ggml.Tensor{Name: name, Kind: 0, Shape: s, WriterTo: f32s(data)}
+	return &ggml.Tensor{Name: name, Kind: 0, Shape: s, WriterTo: f32s(data)}
 }
 
 // f32s writes float32s little-endian.
@@ -213,4 +279,19 @@ func (w f32s) WriteTo(dst io.Writer) (int64, error) {
 		return 0, err
 	}
 	return int64(4 * len(w)), nil
+}
+
+// f16s writes float32s rounded to IEEE half precision (to nearest, ties to
+// even), little-endian.
+type f16s []float32
+
+func (w f16s) WriteTo(dst io.Writer) (int64, error) {
+	b := make([]uint16, len(w))
+	for i, x := range w {
+		b[i] = uint16(float16.Fromfloat32(x))
+	}
+	if err := binary.Write(dst, binary.LittleEndian, b); err != nil {
+		return 0, err
+	}
+	return int64(2 * len(w)), nil
 }

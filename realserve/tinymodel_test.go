@@ -1,6 +1,8 @@
 package realserve
 
 import (
+	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -23,7 +25,7 @@ func TestTinyModelReadsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, _, err := ggml.Decode(f, -1)
+	m, err := ggml.Decode(f, -1)
 	if err != nil {
 		t.Fatalf("ggml.Decode(%s): %v", path, err)
 	}
@@ -32,7 +34,7 @@ func TestTinyModelReadsBack(t *testing.T) {
 		"architecture": kv.Architecture(),
 		"blocks":       kv.BlockCount(),
 		"embedding":    kv.EmbeddingLength(),
-		"heads":        kv.HeadCount(),
+		"heads":        kv.HeadCountMax(),
 		"context":      kv.ContextLength(),
 		"tokenizer":    kv.String("tokenizer.ggml.model"),
 		"tensors":      len(m.Tensors().Items()),
@@ -95,6 +97,69 @@ func TestTinyModelSaysWordsInOrder(t *testing.T) {
 			want := firstWord + (tok-firstWord+1)%len(words)
 			if best != want {
 				t.Errorf("after %q the most likely token is %q, want %q", v.tokens[tok], v.tokens[best], v.tokens[want])
+			}
+		}
+	}
+}
+
+// TestTinyVariants reads each variant back with ollama's own decoder: the
+// same tensors, the matrices F16 in the F16 variant and nowhere else, and
+// only blk.1.ffn_down different in the perturbed one (by PerturbScale).
+func TestTinyVariants(t *testing.T) {
+	read := func(v Variant) (ggml.KV, map[string]*ggml.Tensor, []byte) {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), v.String()+".gguf")
+		if err := WriteTinyVariant(path, v); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := ggml.Decode(bytes.NewReader(b), -1)
+		if err != nil {
+			t.Fatalf("ggml.Decode(%s): %v", path, err)
+		}
+		ts := map[string]*ggml.Tensor{}
+		for _, tn := range m.Tensors().Items() {
+			ts[tn.Name] = tn
+		}
+		return m.KV(), ts, b[m.Tensors().Offset:]
+	}
+	_, ref, refData := read(F32)
+	data := func(ts map[string]*ggml.Tensor, all []byte, name string) []byte {
+		tn := ts[name]
+		return all[tn.Offset : tn.Offset+tn.Size()]
+	}
+	for _, v := range []Variant{F16, Perturbed} {
+		kv, ts, all := read(v)
+		if len(ts) != len(ref) {
+			t.Fatalf("%s: %d tensors, want %d", v, len(ts), len(ref))
+		}
+		if want := map[Variant]uint32{F16: 1, Perturbed: 0}[v]; kv.Uint("general.file_type") != want {
+			t.Errorf("%s: general.file_type %d, want %d (0 all F32, 1 mostly F16)", v, kv.Uint("general.file_type"), want)
+		}
+		for name, r := range ref {
+			tn := ts[name]
+			if tn == nil {
+				t.Fatalf("%s: no tensor %s", v, name)
+			}
+			if fmt.Sprint(tn.Shape) != fmt.Sprint(r.Shape) {
+				t.Errorf("%s: %s shape %v, want %v", v, name, tn.Shape, r.Shape)
+			}
+			wantKind := uint32(0)
+			if v == F16 && len(r.Shape) == 2 {
+				wantKind = 1
+			}
+			if tn.Kind != wantKind {
+				t.Errorf("%s: %s kind %d, want %d", v, name, tn.Kind, wantKind)
+			}
+			if v != Perturbed {
+				continue
+			}
+			same := bytes.Equal(data(ts, all, name), data(ref, refData, name))
+			if perturbed := name == "blk.1.ffn_down.weight"; same == perturbed {
+				t.Errorf("%s: %s equal to the model's: %v, want %v", v, name, same, !perturbed)
 			}
 		}
 	}

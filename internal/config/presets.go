@@ -81,13 +81,19 @@ var (
 	}
 )
 
-// Ollama logs its placement at INFO (llm/server.go: slog.Info("offload",
-// "", estimate); llm/memory.go LogValue): "msg=offload library=cpu
-// layers.requested=-1 layers.model=3 layers.offload=0". layers.model counts
-// the output layer, as layers.offload does when all fit.
+// Ollama v0.6.5 logs its placement at INFO (llm/server.go:
+// slog.Info("offload", "", estimate); llm/memory.go LogValue): "msg=offload
+// library=cpu layers.requested=-1 layers.model=3 layers.offload=0".
+// layers.model counts the output layer, as layers.offload does when all fit.
+// v0.12.11 prints no such line: a model on llama.cpp's runner gets
+// llama.cpp's load lines (the CPU's "load_tensors: CPU model buffer size",
+// a device's model buffer), and one on Ollama's own engine the line its
+// ggml backend writes "to mimic llama runner logs" (ml/backend/ggml/
+// ggml.go: "offloaded 0/3 layers to GPU", the output layer counted).
 var (
-	ollamaOffload = judge.CountPrefix + `msg=offload library=\S+ layers\.requested=\S+ layers\.model=(?P<total>\d+) layers\.offload=(\d+)`
-	ollamaCPU     = `msg=offload library=cpu `
+	ollamaOffload       = judge.CountPrefix + `msg=offload library=\S+ layers\.requested=\S+ layers\.model=(?P<total>\d+) layers\.offload=(\d+)`
+	ollamaEngineOffload = judge.CountPrefix + `msg="offloaded (\d+)/(?P<total>\d+) layers to GPU"`
+	ollamaCPU           = `msg=offload library=cpu `
 )
 
 // OVMS logs the device it was given at DEBUG, among its CLI settings
@@ -168,7 +174,7 @@ var Presets = map[string]Preset{
 	// OpenAI-compatible API with reasoning_effort "none", and logs where it
 	// put the layers, then its runner's llama.cpp load lines.
 	"ollama": {Health: "/", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingEffort,
-		FastRoute: append([]string{ollamaOffload}, llamaFast...), SlowRoute: append([]string{ollamaCPU}, llamaSlow...)},
+		FastRoute: append([]string{ollamaOffload, ollamaEngineOffload}, llamaFast...), SlowRoute: append([]string{ollamaCPU}, llamaSlow...)},
 	// The reference serve: the gate's own defaults, its count note first.
 	"1bit": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
 		FastRoute: DefaultFastRoute(), SlowRoute: DefaultSlowRoute()},

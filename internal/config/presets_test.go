@@ -36,6 +36,12 @@ func TestPresetRoutes(t *testing.T) {
 		{"ollama", "on the CPU", `time=2026-11-30T02:10:00.000Z level=INFO source=server.go:138 msg=offload library=cpu layers.requested=-1 layers.model=3 layers.offload=0 layers.split="" memory.available="[15.1 GiB]"` + "\nload_tensors:          CPU model buffer size =   100.00 MiB", "slow"},
 		{"ollama", "all layers on a GPU", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""`, "fast"},
 		{"ollama", "some layers on a GPU", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=20 layers.split=""`, "slow"},
+		// Ollama v0.12.11: llama.cpp's runner's lines (as its own real run
+		// on the CPU printed them), or its own engine's (ml/backend/ggml/ggml.go).
+		{"ollama", "v0.12.11 on the CPU, llama.cpp's runner", `time=2026-12-01T06:45:02.158Z level=INFO source=server.go:459 msg="loading model" "model layers"=3 requested=-1` + "\n" + `time=2026-12-01T06:45:02.158Z level=INFO source=device.go:245 msg="model weights" device=CPU size="24.7 MiB"` + "\nload_tensors: loading model tensors, this can take a while... (mmap = false)\nload_tensors:          CPU model buffer size =    24.99 MiB", "slow"},
+		{"ollama", "v0.12.11, its own engine, all layers on a GPU", `time=2026-12-01T06:45:02.158Z level=INFO source=ggml.go:494 msg="offloaded 29/29 layers to GPU"`, "fast"},
+		{"ollama", "v0.12.11, its own engine, some layers on a GPU", `time=2026-12-01T06:45:02.158Z level=INFO source=ggml.go:494 msg="offloaded 20/29 layers to GPU"`, "slow"},
+		{"ollama", "v0.12.11, its own engine, on the CPU", `time=2026-12-01T06:45:02.158Z level=INFO source=ggml.go:494 msg="offloaded 0/29 layers to GPU"`, "slow"},
 		// vLLM.
 		{"vllm", "graphs captured", "INFO 11-30 02:10:00 [cuda.py:367] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER'].\nINFO 11-30 02:10:20 [gpu_model_runner.py:4650] Graph capturing finished in 12 secs, took 0.45 GiB", "fast"},
 		{"vllm", "eager", "WARNING 11-30 02:10:00 [vllm.py:1172] Enforce eager set, disabling torch.compile and CUDAGraphs. This is equivalent to setting -cc.mode=none -cc.cudagraph_mode=none\nINFO 11-30 02:10:00 [vllm.py:1401] Cudagraph is disabled under eager mode", "slow"},
