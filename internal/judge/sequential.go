@@ -68,21 +68,37 @@ type Signs struct {
 // no rate or no first token.
 func SignsOf(replies []measure.Reply, l Limits, lead int) (s Signs, complete bool) {
 	rates, firstMS, complete := Figures(replies, l)
-	meet := 0
-	for _, v := range rates {
-		if v >= l.Floor {
-			meet++
-		}
-	}
-	s.Rate = NewCount(meet, len(rates)-meet, lead)
-	meet = 0
-	for _, v := range firstMS {
-		if v <= l.FirstTokenMS {
-			meet++
-		}
-	}
-	s.FirstToken = NewCount(meet, len(firstMS)-meet, lead)
+	s.Rate = countOf(rates, func(v float64) bool { return v >= l.Floor }, lead)
+	s.FirstToken = countOf(firstMS, func(v float64) bool { return v <= l.FirstTokenMS }, lead)
 	return s, complete
+}
+
+// countOf counts the figures that meet, at lead.
+func countOf(xs []float64, meets func(float64) bool, lead int) Count {
+	meet := 0
+	for _, v := range xs {
+		if meets(v) {
+			meet++
+		}
+	}
+	return NewCount(meet, len(xs)-meet, lead)
+}
+
+// signsText is a count as the rate's and first token's details end:
+// the signs, the lead and the likelihood ratio against 1/Alpha, or "close
+// to" the floor (or limit) when the lead did not decide, and the median
+// then decides.
+func signsText(c Count, what string) string {
+	d := c.Meet - c.Miss
+	side := "meeting"
+	if d < 0 {
+		side = "missing"
+	}
+	ratio := fmt.Sprintf("likelihood ratio 3^%d = %.0f against 1/alpha = %.0f", max(d, -d), c.Ratio, 1/Alpha)
+	if c.Decided {
+		return fmt.Sprintf("signs: %d meet %s, %d miss it: decided, a lead of %d for %s it, --lead %d (%s)", c.Meet, what, c.Miss, max(d, -d), side, c.Lead, ratio)
+	}
+	return fmt.Sprintf("close to %s: %d meet it, %d miss it, a lead of %d, short of --lead %d (%s): the median decides", what, c.Meet, c.Miss, max(d, -d), c.Lead, ratio)
 }
 
 // Rule is when the gate stops asking: once both counts lead by Lead, and

@@ -207,3 +207,50 @@ func TestOperatingByHand(t *testing.T) {
 		t.Errorf("Operating(lead 3, cap 5, p 0.2) replies = %v, want %v", n, 3*stop3+5*(1-stop3))
 	}
 }
+
+// The rate's and first token's details end with their sign counts: decided
+// with the lead and the likelihood ratio against 1/alpha, or "close to" the
+// limit with the median deciding; a run made before the rule (no lead) has
+// none.
+func TestSignsInDetails(t *testing.T) {
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, Lead: 3}
+	tests := []struct {
+		name     string
+		replies  []measure.Reply
+		rate, ft string
+	}{
+		{"both decided", rated(90, 90, 90),
+			"; signs: 3 meet the floor, 0 miss it: decided, a lead of 3 for meeting it, --lead 3 (likelihood ratio 3^3 = 27 against 1/alpha = 20)",
+			"; signs: 3 meet the limit, 0 miss it: decided, a lead of 3 for meeting it, --lead 3 (likelihood ratio 3^3 = 27 against 1/alpha = 20)"},
+		{"missing by four", firsts(rated(50, 50, 50, 50), 700, 700, 700, 700),
+			"; signs: 0 meet the floor, 4 miss it: decided, a lead of 4 for missing it, --lead 3 (likelihood ratio 3^4 = 81 against 1/alpha = 20)",
+			"; signs: 0 meet the limit, 4 miss it: decided, a lead of 4 for missing it, --lead 3 (likelihood ratio 3^4 = 81 against 1/alpha = 20)"},
+		{"close", firsts(rated(90, 50, 90, 50, 90), 700, 300, 700, 300, 300),
+			"; close to the floor: 3 meet it, 2 miss it, a lead of 1, short of --lead 3 (likelihood ratio 3^1 = 3 against 1/alpha = 20): the median decides",
+			"; close to the limit: 3 meet it, 2 miss it, a lead of 1, short of --lead 3 (likelihood ratio 3^1 = 3 against 1/alpha = 20): the median decides"},
+		{"close, missing", firsts(rated(50, 90, 50), 700, 300, 700),
+			"; close to the floor: 1 meet it, 2 miss it, a lead of 1, short of --lead 3",
+			"; close to the limit: 1 meet it, 2 miss it, a lead of 1, short of --lead 3"},
+	}
+	for _, tt := range tests {
+		if got := judgeRate(tt.replies, l).Detail; !strings.HasSuffix(got, tt.rate) && !strings.Contains(got, tt.rate+" (") {
+			t.Errorf("%s: judgeRate() = %q, want it to end %q", tt.name, got, tt.rate)
+		}
+		if got := judgeFirstToken(tt.replies, l).Detail; !strings.HasSuffix(got, tt.ft) && !strings.Contains(got, tt.ft+" (") {
+			t.Errorf("%s: judgeFirstToken() = %q, want it to end %q", tt.name, got, tt.ft)
+		}
+	}
+	// The floor's reason comes after the signs.
+	why := l
+	why.FloorWhy, why.FloorDerived = "a derived floor", true
+	if got := judgeRate(rated(90, 90, 90), why).Detail; !strings.HasSuffix(got, "against 1/alpha = 20); the floor: a derived floor") {
+		t.Errorf("judgeRate(a derived floor) = %q", got)
+	}
+	old := l
+	old.Lead = 0
+	for _, a := range []Assertion{judgeRate(rated(90, 90, 90), old), judgeFirstToken(rated(90, 90, 90), old)} {
+		if strings.Contains(a.Detail, "signs") || strings.Contains(a.Detail, "close to") {
+			t.Errorf("%s with no lead = %q, want no signs", a.Name, a.Detail)
+		}
+	}
+}
