@@ -38,9 +38,9 @@ type Config struct {
 	// OrderSeed is the seed of the order the prompts are asked in; nil: one
 	// drawn from crypto/rand at the start of the run.
 	OrderSeed *uint64
-	Warmup       int
-	MaxTokens    int
-	Floor        float64
+	Warmup    int
+	MaxTokens int
+	Floor     float64
 	// FloorFromBaseline derives the floor from the baseline: this fraction
 	// of its median rate. 0: the floor is --floor.
 	FloorFromBaseline float64
