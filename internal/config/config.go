@@ -31,16 +31,13 @@ type Config struct {
 	ChatPath     string
 	StatsPath    string // the serve's figures of its last request, read after each reply; "" for none
 	ReadyTimeout time.Duration
-	Replies      int // replies asked at least, before the sign counts may stop the run
-	MaxReplies   int // replies asked at most while a sign count has not decided
-	// Lead is the lead by which a sign count decides (docs/measuring.md).
-	Lead int
-	// OrderSeed is the seed of the order the prompts are asked in; nil: one
-	// drawn from crypto/rand at the start of the run.
-	OrderSeed *uint64
-	Warmup    int
-	MaxTokens int
-	Floor     float64
+	Replies      int     // replies asked at least, before the sign counts may stop the run
+	MaxReplies   int     // replies asked at most while a sign count has not decided
+	Lead         int     // the lead by which a sign count decides (docs/measuring.md)
+	OrderSeed    *uint64 // the seed of the prompts' order; nil: drawn from crypto/rand at the start of the run
+	Warmup       int
+	MaxTokens    int
+	Floor        float64
 	// FloorFromBaseline derives the floor from the baseline: this fraction
 	// of its median rate. 0: the floor is --floor.
 	FloorFromBaseline float64
