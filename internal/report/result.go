@@ -97,20 +97,21 @@ func (r *Result) SetIntervals() {
 
 // RunFacts say how the run was asked for.
 type RunFacts struct {
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
-	Model    string    `json:"model,omitempty"`
-	Replies  int       `json:"replies"` // --replies: asked at least
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
+	Model     string    `json:"model,omitempty"`
+	Replies   int       `json:"replies"` // --replies: asked at least
+	Warmup    int       `json:"warmup"`
+	MaxTokens int       `json:"max_tokens"`
+	Thinking  string    `json:"thinking"`
+	Prompts   string    `json:"prompts"` // "built-in" or the file
+	Out       string    `json:"out"`
+	CheckName string    `json:"check_name"`
+	Tool      string    `json:"tool"` // the gate's version
+
 	// OrderSeed is the seed of the order the prompts were asked in
 	// (--order-seed); none in a run made before the order was drawn.
 	OrderSeed *uint64 `json:"order_seed,omitempty"`
-	Warmup    int     `json:"warmup"`
-	MaxTokens int     `json:"max_tokens"`
-	Thinking  string  `json:"thinking"`
-	Prompts   string  `json:"prompts"` // "built-in" or the file
-	Out       string  `json:"out"`
-	CheckName string  `json:"check_name"`
-	Tool      string  `json:"tool"` // the gate's version
 }
 
 // ServeFacts say how the serve went.
