@@ -240,6 +240,15 @@ func TestSignsInDetails(t *testing.T) {
 			t.Errorf("%s: judgeFirstToken() = %q, want it to end %q", tt.name, got, tt.ft)
 		}
 	}
+	// Each detail keeps its median first, and a figure at the floor (or
+	// the limit) meets it.
+	at := firsts(exactRates(60, 60, 60), 600, 600, 600)
+	if got := judgeRate(at, l).Detail; !strings.HasPrefix(got, "median 60.0 tok/s (floor 60.0") || !strings.Contains(got, "; signs: 3 meet the floor, 0 miss it: decided") {
+		t.Errorf("judgeRate(three at the floor) = %q", got)
+	}
+	if got := judgeFirstToken(at, l).Detail; !strings.HasPrefix(got, "median 600 ms (limit 600") || !strings.Contains(got, "; signs: 3 meet the limit, 0 miss it: decided") {
+		t.Errorf("judgeFirstToken(three at the limit) = %q", got)
+	}
 	// The floor's reason comes after the signs.
 	why := l
 	why.FloorWhy, why.FloorDerived = "a derived floor", true
