@@ -113,6 +113,7 @@ func TestStops(t *testing.T) {
 		{rule, 4, 2, false},
 		{rule, 5, 4, true}, // the cap
 		{Rule{Lead: 1, Min: 2, Max: 9}, 1, 0, false},
+		{Rule{Lead: 1, Min: 2, Max: 9}, 2, 0, true}, // decided at Min
 		{Rule{Lead: 1, Min: 2, Max: 9}, 2, 1, true},
 		{legacy, 4, 0, false}, // short of Min
 		{legacy, 5, 0, true},
@@ -254,6 +255,10 @@ func TestSignsInDetails(t *testing.T) {
 	why.FloorWhy, why.FloorDerived = "a derived floor", true
 	if got := judgeRate(rated(90, 90, 90), why).Detail; !strings.HasSuffix(got, "against 1/alpha = 20); the floor: a derived floor") {
 		t.Errorf("judgeRate(a derived floor) = %q", got)
+	}
+	// A count at a lead of 0 is decided at once, for meeting when even.
+	if got := signsText(NewCount(2, 2, 0), "the floor"); got != "signs: 2 meet the floor, 2 miss it: decided, a lead of 0 for meeting it, --lead 0 (likelihood ratio 3^0 = 1 against 1/alpha = 20)" {
+		t.Errorf("signsText(2 and 2, lead 0) = %q", got)
 	}
 	old := l
 	old.Lead = 0
