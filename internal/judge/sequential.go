@@ -181,8 +181,10 @@ func Operating(s Stopper, max int, p float64) (pass, tie, replies float64) {
 				}
 				continue
 			}
-			next[m+1] += q * p
+			// A miss joins the meet from m-1 already in next[m]; a meet
+			// is the first to reach m+1.
 			next[m] += q * (1 - p)
+			next[m+1] = q * p
 		}
 		live = next
 	}

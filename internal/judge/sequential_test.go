@@ -159,6 +159,12 @@ func bruteForce(s Stopper, max int, p float64) (pass, tie, replies float64) {
 	return pass, tie, replies
 }
 
+// stopAtTies is a rule that stops whenever the count is even, so ties
+// end runs at several lengths.
+type stopAtTies struct{}
+
+func (stopAtTies) Stops(meet, miss int) bool { return meet+miss > 0 && meet == miss }
+
 // The dynamic programming is exact: it agrees with enumerating every
 // sequence of signs, for both rules, at every p.
 func TestOperatingExact(t *testing.T) {
@@ -171,6 +177,7 @@ func TestOperatingExact(t *testing.T) {
 		{Rule{Lead: 4, Min: 1, Max: 12}, 12},
 		{Legacy{Min: 5, Max: 12}, 12},
 		{Legacy{Min: 3, Max: 9}, 9},
+		{stopAtTies{}, 8},
 	}
 	for _, r := range rules {
 		for _, p := range []float64{0.05, 0.25, 0.4, 0.5, 0.7, 0.95} {
