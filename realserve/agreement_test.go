@@ -70,7 +70,7 @@ func round(t *testing.T, s *ollamaServe, model string, topK int) []openaiReply {
 	}
 	var out []openaiReply
 	for n := 1; n <= len(ps); n++ {
-		r, err := s.chatOpenAI(model, prompts.ForReply(ps, n).Prompt, maxTokens, topK)
+		r, err := s.chatOpenAI(model, prompts.Asked(ps, n-1, 1).Prompt, maxTokens, topK)
 		if err != nil {
 			t.Fatalf("%s, reply %d: %v", model, n, err)
 		}

@@ -77,6 +77,7 @@ func TestFromInputs(t *testing.T) {
 		"INPUT_FAST-ROUTE":     "one\n\n  two  \n",
 		"INPUT_REPLIES":        "",
 		"INPUT_PR-NUMBER":      "12",
+		"INPUT_ORDER-SEED":     "42",
 	}
 	c := config.Default()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -85,8 +86,11 @@ func TestFromInputs(t *testing.T) {
 	if err := fromInputs(fs, a); err != nil {
 		t.Fatal(err)
 	}
-	if c.Serve != "llama-server --port {port}" || c.FirstTokenMS != 450 || c.Replies != 5 || c.PRNumber != 12 {
+	if c.Serve != "llama-server --port {port}" || c.FirstTokenMS != 450 || c.Replies != config.Default().Replies || c.PRNumber != 12 {
 		t.Errorf("fromInputs() config = serve %q, first-token %v, replies %d, pr %d", c.Serve, c.FirstTokenMS, c.Replies, c.PRNumber)
+	}
+	if c.OrderSeed == nil || *c.OrderSeed != 42 {
+		t.Errorf("fromInputs() order seed = %v, want 42", c.OrderSeed)
 	}
 	if diff := cmp.Diff([]string{"one", "two"}, c.FastRoute); diff != "" {
 		t.Errorf("fast-route from a multi-line input (-want +got):\n%s", diff)
@@ -95,12 +99,16 @@ func TestFromInputs(t *testing.T) {
 		t.Errorf("slow-route without an input keeps its default (-want +got):\n%s", diff)
 	}
 
-	env = map[string]string{"INPUT_FLOOR": "fast", "INPUT_REPLIES": "many"}
+	if c := config.Default(); c.OrderSeed != nil {
+		t.Errorf("the default order seed = %d, want none (drawn at the run)", *c.OrderSeed)
+	}
+
+	env = map[string]string{"INPUT_FLOOR": "fast", "INPUT_REPLIES": "many", "INPUT_ORDER-SEED": "-1"}
 	c = config.Default()
 	fs = flag.NewFlagSet("run", flag.ContinueOnError)
 	runFlags(fs, &c)
 	err := fromInputs(fs, newAction(func(k string) string { return env[k] }, io.Discard))
-	if err == nil || !strings.Contains(err.Error(), "input floor") || !strings.Contains(err.Error(), "input replies") {
+	if err == nil || !strings.Contains(err.Error(), "input floor") || !strings.Contains(err.Error(), "input replies") || !strings.Contains(err.Error(), `input order-seed: "-1" is not a seed; pass a whole number from 0 to 2^53 - 1`) {
 		t.Errorf("fromInputs() with bad numbers = %v, want both named", err)
 	}
 }

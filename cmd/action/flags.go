@@ -44,8 +44,10 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.ChatPath, "chat-path", c.ChatPath, "the chat completions path")
 	fs.StringVar(&c.StatsPath, "stats-path", c.StatsPath, "a path with the serve's own figures of its last request (Lemonade's /api/v1/stats), read after each reply")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", c.ReadyTimeout, "how long the serve may take to answer health")
-	fs.IntVar(&c.Replies, "replies", c.Replies, "replies to judge")
-	fs.IntVar(&c.MaxReplies, "max-replies", c.MaxReplies, "replies taken at most when the median's 95% interval holds the floor or the first-token limit")
+	fs.IntVar(&c.Replies, "replies", c.Replies, "replies asked at least, before the sign counts may stop the run")
+	fs.IntVar(&c.MaxReplies, "max-replies", c.MaxReplies, "replies asked at most while a sign count has not decided; then the median decides (raised to --replies when lower)")
+	fs.IntVar(&c.Lead, "lead", c.Lead, "the lead by which the replies meeting the floor (or the first-token limit) outnumber those missing it, or the reverse, that decides and stops the run: Wald's test on the signs (docs/measuring.md)")
+	fs.Var(&seed{&c.OrderSeed}, "order-seed", "the seed of the order the prompts are asked in (default: drawn afresh; result.json's run.order_seed repeats a run's order)")
 	fs.IntVar(&c.Warmup, "warmup", c.Warmup, "warm-up requests, recorded and not judged")
 	fs.IntVar(&c.MaxTokens, "max-tokens", c.MaxTokens, "max_tokens of each request")
 	fs.IntVar(&c.TopLogprobs, "top-logprobs", c.TopLogprobs, "ask each request for logprobs and this many alternatives at each token (top_logprobs), 0 to 20; 0 asks for none (default: 5, or 0 for a preset whose serve returns none)")
@@ -119,6 +121,25 @@ func setFlags(fs *flag.FlagSet) func(string) bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return func(name string) bool { return set[name] }
+}
+
+// seed is a flag of a seed, unset until given.
+type seed struct{ v **uint64 }
+
+func (s *seed) String() string {
+	if s.v == nil || *s.v == nil {
+		return ""
+	}
+	return strconv.FormatUint(**s.v, 10)
+}
+
+func (s *seed) Set(v string) error {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a seed; pass a whole number from 0 to 2^53 - 1", v)
+	}
+	*s.v = &n
+	return nil
 }
 
 // byteSize is a flag of bytes: 65536, 64KiB, 64MiB, 1GiB (K, M, G mean the

@@ -88,6 +88,11 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 	c := config.Default()
 	c.Floor, c.FirstTokenMS, c.RateSource = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource
 	c.MaxRegression = res.Limits.MaxRegression * 100
+	// A run made before the sequential rule has no lead: its replies are
+	// counted at the default.
+	if res.Limits.Lead > 0 {
+		c.Lead = res.Limits.Lead
+	}
 	c.FastRoute, c.SlowRoute = res.Route.FastPatterns, res.Route.SlowPatterns
 	if b := res.Limits.Agreement; b != (agree.Bounds{}) {
 		// A run made before the agreement keeps the defaults.
@@ -98,7 +103,7 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 	}
 	fromRun := map[string]string{
 		"floor": "limits.floor", "first-token-ms": "limits.first_token_ms", "rate-source": "limits.rate_source",
-		"max-regression": "limits.max_regression (in percent)", "fast-route": "route.fast_patterns", "slow-route": "route.slow_patterns",
+		"max-regression": "limits.max_regression (in percent)", "lead": "limits.lead", "fast-route": "route.fast_patterns", "slow-route": "route.slow_patterns",
 		"agreement-tie-margin": "limits.agreement.tie_margin", "agreement-max-kl": "limits.agreement.max_kl",
 	}
 	fs.Visit(func(f *flag.Flag) {
@@ -112,6 +117,8 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 			c.RateSource = d.RateSource
 		case "max-regression":
 			c.MaxRegression = d.MaxRegression
+		case "lead":
+			c.Lead = d.Lead
 		case "fast-route":
 			c.FastRoute = d.FastRoute
 		case "slow-route":
@@ -142,6 +149,7 @@ func limitFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client or server")
 	fs.StringVar(&c.Baseline, "baseline", c.Baseline, "an earlier run's result.json to compare with")
 	fs.Float64Var(&c.MaxRegression, "max-regression", c.MaxRegression, "percent the median rate may fall, or the first token rise, against the baseline")
+	fs.IntVar(&c.Lead, "lead", c.Lead, "the lead of the sign counts that decides (docs/measuring.md)")
 	fs.Var(&patterns{list: &c.FastRoute}, "fast-route", "RE2 pattern, or count rule, naming the fast route (repeatable)")
 	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern, or unless-fast rule, naming the slow route (repeatable)")
 	referenceFlags(fs, c)

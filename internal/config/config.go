@@ -33,8 +33,10 @@ type Config struct {
 	ChatPath     string
 	StatsPath    string // the serve's figures of its last request, read after each reply; "" for none
 	ReadyTimeout time.Duration
-	Replies      int
-	MaxReplies   int // replies taken at most while the verdict is in doubt
+	Replies      int     // replies asked at least, before the sign counts may stop the run
+	MaxReplies   int     // replies asked at most while a sign count has not decided
+	Lead         int     // the lead by which a sign count decides (docs/measuring.md)
+	OrderSeed    *uint64 // the seed of the prompts' order; nil: drawn from crypto/rand at the start of the run
 	Warmup       int
 	MaxTokens    int
 	// TopLogprobs is the top_logprobs each request asks for, with
@@ -104,8 +106,9 @@ func Default() Config {
 		Health:             HealthAuto,
 		ChatPath:           "/v1/chat/completions",
 		ReadyTimeout:       5 * time.Minute,
-		Replies:            5,
+		Replies:            1,
 		MaxReplies:         15,
+		Lead:               judge.DefaultLead,
 		Warmup:             1,
 		MaxTokens:          128,
 		TopLogprobs:        DefaultTopLogprobs,
@@ -166,7 +169,7 @@ func DefaultSlowRoute() []string { return slices.Clone(judge.DefaultSlowRoute) }
 
 // Limits are the judging limits of the configuration.
 func (c *Config) Limits() judge.Limits {
-	l := judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: c.MaxRegression / 100,
+	l := judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: c.MaxRegression / 100, Lead: c.Lead,
 		Agreement: agree.Bounds{TieMargin: c.AgreementTieMargin, MaxKL: c.AgreementMaxKL}}
 	if c.Floor == DefaultFloor && c.FloorFromBaseline == 0 {
 		l.FloorWhy = DefaultFloorWhy
@@ -237,6 +240,9 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	}
 	if c.MaxReplies < 1 {
 		bad("--max-replies %d: pass 1 or more (it is raised to --replies when lower)", c.MaxReplies)
+	}
+	if c.OrderSeed != nil && *c.OrderSeed > prompts.MaxSeed {
+		bad("--order-seed %d: pass a seed from 0 to %d (2^53 - 1), e.g. the order_seed of a run's result.json", *c.OrderSeed, uint64(prompts.MaxSeed))
 	}
 	if c.Warmup < 0 {
 		bad("--warmup %d: pass 0 or more", c.Warmup)
@@ -369,6 +375,9 @@ func (c *Config) CheckLimitsFrom(name func(flag string) string) error {
 	}
 	if !(c.MaxRegression >= 0 && c.MaxRegression < 100) {
 		errs = append(errs, fmt.Errorf("%s %v: pass a percentage from 0 to under 100, e.g. 10", name("max-regression"), c.MaxRegression))
+	}
+	if c.Lead < 1 {
+		errs = append(errs, fmt.Errorf("%s %d: pass 1 or more; %d, the default, is Wald's test at alpha %g (docs/measuring.md)", name("lead"), c.Lead, judge.DefaultLead, judge.Alpha))
 	}
 	errs = append(errs, checkPatterns(name("fast-route"), true, c.FastRoute)...)
 	errs = append(errs, checkPatterns(name("slow-route"), false, c.SlowRoute)...)

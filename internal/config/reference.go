@@ -26,21 +26,27 @@ type ReferenceWant struct {
 	Asked      []string
 }
 
-// ReferenceWant is what the plan asks of a reference: the prompts of its
-// replies 1 to --max-replies (or --replies when higher), the first round
-// being one reply to each prompt of the set.
+// ReferenceWant is what the plan asks of a reference: the words of every
+// request of the rounds its replies 1 to --max-replies (or --replies when
+// higher) reach, the first round being one reply to each prompt of the set.
 func (p *Plan) ReferenceWant() ReferenceWant {
 	w := ReferenceWant{MaxTokens: p.MaxTokens, Thinking: p.Thinking}
 	if len(p.Prompts) == 0 {
 		return w
 	}
+	// Each round asks every prompt once, in an order drawn for the run, and
+	// a request's words depend on its prompt and round alone: a round the
+	// run may end part way through can ask any of its prompts.
 	most := max(p.Replies, p.MaxReplies)
-	for n := 1; n <= most; n++ {
-		text := prompts.ForReply(p.Prompts, n).Prompt
-		if n <= len(p.Prompts) {
-			w.FirstRound = append(w.FirstRound, text)
+	rounds := (most + len(p.Prompts) - 1) / len(p.Prompts)
+	for r := 1; r <= rounds; r++ {
+		for i := range p.Prompts {
+			text := prompts.Asked(p.Prompts, i, r).Prompt
+			if r == 1 {
+				w.FirstRound = append(w.FirstRound, text)
+			}
+			w.Asked = append(w.Asked, text)
 		}
-		w.Asked = append(w.Asked, text)
 	}
 	return w
 }

@@ -18,7 +18,7 @@ func recorded() *report.Result {
 		Run: report.RunFacts{MaxTokens: 128, Thinking: "off", Kind: report.KindReference}}
 	ps := prompts.Builtin()
 	for n := 1; n <= 15; n++ {
-		res.Replies = append(res.Replies, measure.Reply{N: n, Prompt: prompts.ForReply(ps, n).Prompt, Content: "word word",
+		res.Replies = append(res.Replies, measure.Reply{N: n, Prompt: prompts.Asked(ps, (n-1)%len(ps), (n-1)/len(ps)+1).Prompt, Content: "word word",
 			Arrivals: []measure.Arrival{{MS: 1, Chunks: 1}}, Logprobs: measure.LogprobsSent,
 			Generated: []measure.Token{{Text: "word", Logprob: -0.1}, {Text: " word", Logprob: -0.2}}})
 	}

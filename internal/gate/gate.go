@@ -114,7 +114,13 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 		// verdict in doubt.
 		res.Extra.Max = p.Replies
 	}
+	seed := prompts.NewSeed()
+	if p.OrderSeed != nil {
+		seed = *p.OrderSeed
+	}
+	res.Run.OrderSeed = &seed
 	g.logf("out: %s", out)
+	g.logf("prompt order: seed %d (--order-seed %d asks them in this order again)", seed, seed)
 	if ref := p.Reference; ref != nil {
 		// Kept beside the replies, so `judge DIR` judges the agreement
 		// again with no other file.
@@ -188,7 +194,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 	if !ok {
 		return nil
 	}
-	a := &asker{g: g, ctx: ctx, proc: proc, out: out, prober: g.prober(base)}
+	a := &asker{g: g, ctx: ctx, proc: proc, out: out, prober: g.prober(base), order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed)}
 	g.askAll(res, a)
 	return nil
 }
@@ -359,10 +365,11 @@ func (g *Gate) prober(base string) *probe.Prober {
 	return pr
 }
 
-// askAll asks the warm-up requests, then the judged replies, then, while
-// the median's interval holds the floor (or the first-token limit), more
-// replies up to --max-replies: a few replies more or less could turn the
-// verdict. A serve far from its limits costs none.
+// askAll asks the warm-up requests, then judged replies until the
+// sequential rule stops: at least --replies, then until the rate's and the
+// first token's sign counts have both decided (one side leads the other by
+// --lead), or a reply failed, or --max-replies were asked. A serve far from
+// its limits costs --lead replies.
 func (g *Gate) askAll(res *report.Result, a *asker) {
 	p := g.Plan
 	for n := 1; n <= p.Warmup; n++ {
@@ -372,29 +379,32 @@ func (g *Gate) askAll(res *report.Result, a *asker) {
 		}
 		res.Warmups = append(res.Warmups, r)
 	}
-	n := 1
-	for ; n <= p.Replies; n++ {
+	rule := judge.Rule{Lead: p.Lead, Min: p.Replies, Max: res.Extra.Max}
+	for n := 1; ; n++ {
+		if stop, _ := rule.Stop(res.Replies, res.Limits); stop {
+			break
+		}
 		r, ok := a.ask(n, false)
 		if !ok {
 			return
 		}
 		res.Replies = append(res.Replies, r)
 	}
-	for ; n <= res.Extra.Max; n++ {
-		why := judge.Undecided(res.Replies, res.Limits)
-		if why == "" {
-			break
-		}
-		if res.Extra.Why == "" {
-			res.Extra.Why = why
-			g.logf("more replies, up to %d: %s", res.Extra.Max, why)
-		}
-		r, ok := a.ask(n, false)
-		if !ok {
-			return
-		}
-		res.Replies = append(res.Replies, r)
-		res.Extra.Replies++
+	g.logf("%s", stopText(res.Replies, res.Limits, rule))
+}
+
+// stopText says why the gate stopped asking, for the log.
+func stopText(replies []measure.Reply, l judge.Limits, rule judge.Rule) string {
+	s, complete := judge.SignsOf(replies, l, rule.Lead)
+	counts := fmt.Sprintf("rate %d meet the floor, %d miss it; first token %d meet the limit, %d miss it",
+		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss)
+	switch {
+	case !complete:
+		return fmt.Sprintf("stopped after %s: a reply failed", report.Replies(len(replies)))
+	case s.Rate.Decided && s.FirstToken.Decided:
+		return fmt.Sprintf("stopped after %s: both sign counts decided (%s; --lead %d)", report.Replies(len(replies)), counts, rule.Lead)
+	default:
+		return fmt.Sprintf("stopped at --max-replies %d: close to a limit, the median decides (%s; --lead %d)", rule.Max, counts, rule.Lead)
 	}
 }
 
@@ -406,6 +416,7 @@ type asker struct {
 	proc   *serve.Process
 	out    string
 	prober *probe.Prober
+	order  prompts.Order
 	// toldRefusal: the console said the serve refused the logprobs fields.
 	toldRefusal bool
 }
@@ -416,7 +427,7 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 	p := a.g.Plan
 	// Cold prompts: the warm-up asks none of the judged prompts, and no
 	// judged request repeats an earlier one.
-	prompt := prompts.ForReply(p.Prompts, n)
+	prompt := a.order.Request(n)
 	if warmup {
 		prompt = prompts.Warmup(p.Prompts)
 	}

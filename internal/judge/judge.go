@@ -51,6 +51,9 @@ type Limits struct {
 	// Agreement bounds the agreement with a reference; zero is
 	// agree.Default.
 	Agreement agree.Bounds `json:"agreement,omitzero"`
+	// Lead is the lead by which a sign count decides (Rule); 0 in a run
+	// made before the sequential rule, whose details then give no signs.
+	Lead int `json:"lead,omitempty"`
 }
 
 // RateOf is the figure the rate assertion judges for one reply: its decode
@@ -286,6 +289,9 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	m := Median(rates)
 	a.OK = m >= l.Floor
 	a.Detail = fmt.Sprintf("median %.1f tok/s%s %s", m, source, figures)
+	if l.Lead > 0 {
+		a.Detail += "; " + signsText(countOf(rates, func(v float64) bool { return v >= l.Floor }, l.Lead), "the floor")
+	}
 	if l.FloorWhy != "" && (!a.OK || l.FloorDerived) {
 		a.Detail += "; the floor: " + l.FloorWhy
 	}
@@ -314,6 +320,9 @@ func judgeFirstToken(replies []measure.Reply, l Limits) Assertion {
 	m := Median(ms)
 	a.OK = m <= l.FirstTokenMS
 	a.Detail = fmt.Sprintf("median %.0f ms %s", m, figures)
+	if l.Lead > 0 {
+		a.Detail += "; " + signsText(countOf(ms, func(v float64) bool { return v <= l.FirstTokenMS }, l.Lead), "the limit")
+	}
 	return a
 }
 

@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"fmt"
 	"math"
 	"slices"
 
@@ -37,13 +36,20 @@ func medianInterval(xs []float64, level float64) (Interval, bool) {
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
+	k := intervalK(n, level)
+	return Interval{N: n, Median: Median(s), Lo: s[k-1], Hi: s[n-k], Coverage: coverage(n, k)}, true
+}
+
+// intervalK is the largest k whose interval [x(k), x(n-k+1)] of n figures
+// covers the median at level, or 1 when none does.
+func intervalK(n int, level float64) int {
 	// The coverage falls as k grows, and is below any useful level long
 	// before k passes n/2, so the search stops by itself.
 	k := 1
 	for coverage(n, k+1) >= level {
 		k++
 	}
-	return Interval{N: n, Median: Median(s), Lo: s[k-1], Hi: s[n-k], Coverage: coverage(n, k)}, true
+	return k
 }
 
 // coverage is 1 - 2·P(Bin(n, ½) ≤ k-1).
@@ -81,24 +87,4 @@ func Figures(replies []measure.Reply, l Limits) (rates, firstMS []float64, compl
 		}
 	}
 	return rates, firstMS, complete
-}
-
-// Undecided says why the replies so far cannot settle the verdict, or ""
-// when they can: the median's interval holds the floor, or the first-token
-// limit, so a few more replies could turn the verdict. Replies that failed
-// settle it (they fail the run whatever comes next).
-func Undecided(replies []measure.Reply, l Limits) string {
-	rates, firstMS, complete := Figures(replies, l)
-	if !complete {
-		return ""
-	}
-	// No figures at all give an empty interval, which holds no positive
-	// floor or limit.
-	if iv, _ := MedianInterval(rates); iv.Lo <= l.Floor && l.Floor <= iv.Hi {
-		return fmt.Sprintf("the median rate's interval %.1f–%.1f tok/s holds the floor %.1f", iv.Lo, iv.Hi, l.Floor)
-	}
-	if iv, _ := MedianInterval(firstMS); iv.Lo <= l.FirstTokenMS && l.FirstTokenMS <= iv.Hi {
-		return fmt.Sprintf("the median first token's interval %.0f–%.0f ms holds the limit %.0f", iv.Lo, iv.Hi, l.FirstTokenMS)
-	}
-	return ""
 }

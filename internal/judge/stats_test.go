@@ -72,51 +72,6 @@ func exactRates(rates ...int) []measure.Reply {
 	return rs
 }
 
-func TestUndecided(t *testing.T) {
-	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient}
-	tests := []struct {
-		name    string
-		replies []measure.Reply
-		want    string
-	}{
-		{"far above the floor", rated(98, 84, 82, 90, 85), ""},
-		{"far below the floor", rated(1.9, 2.1, 1.9, 2.0, 2.2), ""},
-		{"the interval holds the floor", rated(96.6, 66.9, 48.8, 70, 58), "the median rate's interval 48.8–96.6 tok/s holds the floor 60.0"},
-		{"the floor at the low end of the interval is held", exactRates(60, 70, 80, 90, 100), "interval 60.0–100.0 tok/s holds the floor"},
-		{"the floor at the high end of the interval is held", exactRates(20, 30, 40, 50, 60), "interval 20.0–60.0 tok/s holds the floor"},
-		{"a failed reply settles it", append(rated(96.6, 48.8), measure.Reply{N: 3, Error: "boom"}), ""},
-		{"no replies", nil, ""},
-	}
-	for _, tt := range tests {
-		if got := Undecided(tt.replies, l); !strings.Contains(got, tt.want) || (tt.want == "") != (got == "") {
-			t.Errorf("%s: Undecided() = %q, want %q", tt.name, got, tt.want)
-		}
-	}
-	ft := rated(90, 90, 90, 90, 90)
-	for i, ms := range []float64{400, 550, 620, 700, 590} {
-		ft[i].FirstMS = ptr(ms)
-		last := ms + 127/90.0*1000
-		ft[i].LastMS = &last
-	}
-	if got := Undecided(ft, l); got != "the median first token's interval 400–700 ms holds the limit 600" {
-		t.Errorf("Undecided(first tokens around the limit) = %q", got)
-	}
-	for _, edge := range [][]float64{{600, 620, 650, 700, 800}, {400, 450, 500, 550, 600}} {
-		for i, ms := range edge {
-			span := *ft[i].LastMS - *ft[i].FirstMS
-			ft[i].FirstMS = ptr(ms)
-			ft[i].LastMS = ptr(ms + span)
-		}
-		if got := Undecided(ft, l); !strings.Contains(got, "holds the limit 600") {
-			t.Errorf("Undecided(first tokens %v) = %q, want the limit held at an end", edge, got)
-		}
-	}
-	server := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateServer}
-	if got := Undecided(rated(61, 62, 63, 64, 65), server); got != "" {
-		t.Errorf("Undecided(server rates 64–68, far from the floor) = %q", got)
-	}
-}
-
 func TestBaseline(t *testing.T) {
 	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: 0.10}
 	base := &Baseline{File: "last-release/result.json", Rate: 100, FirstTokenMS: 300}

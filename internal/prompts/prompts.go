@@ -6,10 +6,13 @@ package prompts
 import (
 	"bufio"
 	"bytes"
+	crand "crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"slices"
@@ -52,19 +55,70 @@ func Warmup(ps []Prompt) Prompt {
 	return Prompt{Prompt: w}
 }
 
-// ForReply is the prompt of judged reply n (from 1): the prompts in turn. A
-// prompt asked before in this run (the turn came round again, or the file
-// repeats a line) is asked as "Request n: ..." so that it differs from
-// every earlier request from its first words: a serve's prompt cache (llama-server
-// reuses the longest common prefix with a cached prompt) then holds no more
-// than the chat template's opening, and the first token pays for the prompt.
-func ForReply(ps []Prompt, n int) Prompt {
-	i := (n - 1) % len(ps)
+// Asked is prompt i of ps (from 0) as round r (from 1) of a run asks it:
+// its own words in the first round, unless an earlier line of the file
+// asks the same; otherwise "Request r.j: ..." with j = i+1. The words are a
+// function of the prompt and the round alone, never of the order the run
+// asks them in, so the k-th asking of a prompt reads the same in every run
+// (a reference's reply to it can be found by its words), and each request
+// differs from every earlier one from its first words: a serve's prompt
+// cache (llama-server reuses the longest common prefix with a cached prompt)
+// then holds no more than the chat template's opening, and the first token
+// pays for the prompt.
+func Asked(ps []Prompt, i, round int) Prompt {
 	p := ps[i]
-	if n > len(ps) || slices.ContainsFunc(ps[:i], func(q Prompt) bool { return q.Prompt == p.Prompt }) {
-		p.Prompt = "Request " + strconv.Itoa(n) + ": " + p.Prompt
+	if round > 1 || slices.ContainsFunc(ps[:i], func(q Prompt) bool { return q.Prompt == p.Prompt }) {
+		p.Prompt = "Request " + strconv.Itoa(round) + "." + strconv.Itoa(i+1) + ": " + p.Prompt
 	}
 	return p
+}
+
+// Order is the order a run asks its prompts in: round after round, each
+// round every prompt once, in an order drawn afresh from the run's seed. The
+// replies are then exchangeable: a run that stops after three replies has
+// judged three prompts drawn at random, not the file's first three, whose
+// answers may be shorter or longer than the rest.
+type Order struct {
+	ps   []Prompt
+	seed uint64
+}
+
+// NewOrder is the order of ps drawn from seed.
+func NewOrder(ps []Prompt, seed uint64) Order { return Order{ps: ps, seed: seed} }
+
+// Request is the prompt of judged request n (from 1).
+func (o Order) Request(n int) Prompt {
+	round := (n-1)/len(o.ps) + 1
+	return Asked(o.ps, o.Round(round)[(n-1)%len(o.ps)], round)
+}
+
+// Round is the order of round r (from 1): the prompts' indexes in ps, a
+// Fisher-Yates shuffle driven by PCG seeded with the run's seed and r.
+// Both algorithms are fixed, so a seed gives the same order in every
+// version.
+func (o Order) Round(r int) []int {
+	idx := make([]int, len(o.ps))
+	for i := range idx {
+		idx[i] = i
+	}
+	g := rand.NewPCG(o.seed, uint64(r))
+	for i := len(idx) - 1; i > 0; i-- {
+		// The modulo's bias is below 2^-32 for any file of prompts.
+		j := int(g.Uint64() % uint64(i+1))
+		idx[i], idx[j] = idx[j], idx[i]
+	}
+	return idx
+}
+
+// MaxSeed is the largest seed: 2^53 - 1, so every JSON reader reads a seed
+// in result.json exactly.
+const MaxSeed = 1<<53 - 1
+
+// NewSeed draws a seed from crypto/rand.
+func NewSeed() uint64 {
+	var b [8]byte
+	crand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) & MaxSeed
 }
 
 // Load reads a prompts file.

@@ -3,6 +3,7 @@ package prompts
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,34 +124,111 @@ func TestWarmupAndForReply(t *testing.T) {
 		t.Errorf("Warmup of a file holding the warm-up prompt = %q, want another", w2.Prompt)
 	}
 
+}
+
+func TestAsked(t *testing.T) {
 	a, b := Prompt{Prompt: "alpha", Expect: "A"}, Prompt{Prompt: "beta"}
 	tests := []struct {
-		ps   []Prompt
-		n    int
-		want Prompt
+		ps       []Prompt
+		i, round int
+		want     Prompt
 	}{
-		{[]Prompt{a, b}, 1, a},
-		{[]Prompt{a, b}, 2, b},
-		{[]Prompt{a, b}, 3, Prompt{Prompt: "Request 3: alpha", Expect: "A"}},
-		{[]Prompt{a, b}, 4, Prompt{Prompt: "Request 4: beta"}},
-		{[]Prompt{a}, 1, a},
-		{[]Prompt{a}, 2, Prompt{Prompt: "Request 2: alpha", Expect: "A"}},
-		{[]Prompt{a, b, a}, 3, Prompt{Prompt: "Request 3: alpha", Expect: "A"}},
-		{[]Prompt{a, b, b}, 2, b},
+		{[]Prompt{a, b}, 0, 1, a},
+		{[]Prompt{a, b}, 1, 1, b},
+		{[]Prompt{a, b}, 0, 2, Prompt{Prompt: "Request 2.1: alpha", Expect: "A"}},
+		{[]Prompt{a, b}, 1, 3, Prompt{Prompt: "Request 3.2: beta"}},
+		{[]Prompt{a}, 0, 1, a},
+		{[]Prompt{a, b, a}, 2, 1, Prompt{Prompt: "Request 1.3: alpha", Expect: "A"}},
+		{[]Prompt{a, b, b}, 1, 1, b},
 	}
 	for _, tt := range tests {
-		if got := ForReply(tt.ps, tt.n); got != tt.want {
-			t.Errorf("ForReply(%v, %d) = %+v, want %+v", tt.ps, tt.n, got, tt.want)
+		if got := Asked(tt.ps, tt.i, tt.round); got != tt.want {
+			t.Errorf("Asked(%v, %d, %d) = %+v, want %+v", tt.ps, tt.i, tt.round, got, tt.want)
 		}
 	}
-	// No two requests of a run of 15 on the built-in set ask the same.
-	seen := map[string]bool{w.Prompt: true}
-	for n := 1; n <= 15; n++ {
-		p := ForReply(builtin, n).Prompt
-		if seen[p] {
-			t.Errorf("ForReply(builtin, %d) = %q, asked before", n, p)
+}
+
+// Each round asks every prompt once, in an order of its own drawn from the
+// seed: the same seed, the same order; the k-th asking of a prompt reads
+// the same whatever the seed; and no two requests of a run ask the same.
+func TestOrder(t *testing.T) {
+	builtin := Builtin()
+	w := Warmup(builtin)
+	const rounds = 4
+	asked := func(seed uint64) []string {
+		var texts []string
+		o := NewOrder(builtin, seed)
+		for n := 1; n <= rounds*len(builtin); n++ {
+			texts = append(texts, o.Request(n).Prompt)
 		}
-		seen[p] = true
+		return texts
+	}
+	runs := map[uint64][]string{}
+	for _, seed := range []uint64{0, 1, 2, 42, MaxSeed} {
+		texts := asked(seed)
+		runs[seed] = texts
+		seen := map[string]bool{w.Prompt: true}
+		for n, p := range texts {
+			if seen[p] {
+				t.Errorf("seed %d: request %d = %q, asked before", seed, n+1, p)
+			}
+			seen[p] = true
+		}
+		// Round r asks exactly Asked(ps, i, r) for every i.
+		for r := 1; r <= rounds; r++ {
+			var want, got []string
+			for i := range builtin {
+				want = append(want, Asked(builtin, i, r).Prompt)
+			}
+			got = append(got, texts[(r-1)*len(builtin):r*len(builtin)]...)
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(want, got) {
+				t.Errorf("seed %d, round %d asks %q, want %q in some order", seed, r, got, want)
+			}
+		}
+	}
+	if !slices.Equal(asked(42), runs[42]) {
+		t.Errorf("seed 42 asked two orders")
+	}
+	// The seeds shuffle: not every seed gives the file's order, nor one
+	// order for all rounds.
+	firstRound := map[string]bool{}
+	for _, texts := range runs {
+		firstRound[strings.Join(texts[:len(builtin)], "|")] = true
+	}
+	if len(firstRound) < 3 {
+		t.Errorf("5 seeds gave %d first rounds, want them shuffled", len(firstRound))
+	}
+	o := NewOrder(builtin, 7)
+	if slices.Equal(o.Round(1), o.Round(2)) && slices.Equal(o.Round(2), o.Round(3)) {
+		t.Errorf("seed 7: rounds 1-3 in one order %v", o.Round(1))
+	}
+	// Every position of a round is reached: over many seeds each prompt
+	// comes first at least once (a shuffle that never moves the last
+	// element fails).
+	first := map[int]bool{}
+	last := map[int]bool{}
+	for seed := range uint64(200) {
+		r := NewOrder(builtin, seed).Round(1)
+		first[r[0]], last[r[len(r)-1]] = true, true
+	}
+	if len(first) != len(builtin) || len(last) != len(builtin) {
+		t.Errorf("200 seeds put %d prompts first and %d last, want all %d", len(first), len(last), len(builtin))
+	}
+}
+
+func TestNewSeed(t *testing.T) {
+	seen := map[uint64]bool{}
+	for range 100 {
+		s := NewSeed()
+		if s > MaxSeed {
+			t.Errorf("NewSeed() = %d, above MaxSeed", s)
+		}
+		seen[s] = true
+	}
+	if len(seen) < 99 {
+		t.Errorf("100 seeds drawn, %d different", len(seen))
 	}
 }
 

@@ -93,6 +93,9 @@ func markdown(r *Result, withTail bool) string {
 			fmt.Fprintf(&b, " After %s %s, so the gate took %d more (at most %d in all).",
 				Replies(len(r.Replies)-r.Extra.Replies), Cell(r.Extra.Why, 200), r.Extra.Replies, r.Extra.Max)
 		}
+		if s := r.Signs; s != nil {
+			b.WriteString(" " + SignsText(s, len(r.Replies), r.Extra.Max))
+		}
 		b.WriteString("\n\n")
 	}
 	if r.NoReplies != "" {
@@ -129,7 +132,7 @@ func markdown(r *Result, withTail bool) string {
 		if agrees {
 			b.WriteString("\n<sub>agrees: the tokens (or, when either side sent no logprobs, the bytes: text only, weaker evidence) equal to the reference's reply to the same prompt before the first divergence, of the longer reply; \"tie\" when that divergence is at a near-tie of the reference's, and the two tokens quoted when it is a real disagreement.</sub>\n")
 		}
-		fmt.Fprintf(&b, "\n<sub>first token: from just before the request was written to the first chunk with content or reasoning. decode: (tokens − 1) / (last − first chunk), which leaves the first token and prefill out. tokens: usage, else the serve's timings, else chunks (marked ≈). Rate judged on: %s. Warm-ups (%d) are not judged. Intervals: the median's distribution-free interval from order statistics, with its coverage.</sub>\n",
+		fmt.Fprintf(&b, "\n<sub>first token: from just before the request was written to the first chunk with content or reasoning. decode: (tokens − 1) / (last − first chunk), which leaves the first token and prefill out. tokens: usage, else the serve's timings, else chunks (marked ≈). Rate judged on: %s. Warm-ups (%d) are not judged. Intervals: the median's distribution-free interval from order statistics, with its coverage, descriptive: the gate looks after every reply, so they are not what decides; the sign counts are (docs/measuring.md).</sub>\n",
 			rateSource(r.Limits.RateSource), len(r.Warmups))
 		b.WriteString(chart(r))
 	}
@@ -160,7 +163,12 @@ func markdown(r *Result, withTail bool) string {
 		row("serve ready", fmt.Sprintf("%s (%s, port %d)", seconds(r.Serve.ReadyMS), Cell(r.Serve.ReadyPath, 100), r.Serve.Port))
 	}
 	row("serve stop", stopText(r.Serve))
-	row("asked", fmt.Sprintf("%s + %d warm-up, max %d tokens, thinking %s, prompts %s", Replies(r.Run.Replies), r.Run.Warmup, r.Run.MaxTokens, Cell(r.Run.Thinking, 10), Cell(r.Run.Prompts, 200)))
+	if seed := r.Run.OrderSeed; seed != nil {
+		row("asked", fmt.Sprintf("%s (at least %d, at most %d) + %d warm-up, max %d tokens, thinking %s, prompts %s in the order of seed %d",
+			Replies(len(r.Replies)), r.Run.Replies, r.Extra.Max, r.Run.Warmup, r.Run.MaxTokens, Cell(r.Run.Thinking, 10), Cell(r.Run.Prompts, 200), *seed))
+	} else {
+		row("asked", fmt.Sprintf("%s + %d warm-up, max %d tokens, thinking %s, prompts %s", Replies(r.Run.Replies), r.Run.Warmup, r.Run.MaxTokens, Cell(r.Run.Thinking, 10), Cell(r.Run.Prompts, 200)))
+	}
 	if g := r.GitHub; g != nil && g.RunURL != "" {
 		row("run", link("logs", g.RunURL))
 	}
@@ -194,7 +202,27 @@ func IntervalText(iv *judge.Interval, prec int) string {
 	if iv.N < MinIntervalFigures {
 		return "no interval from " + Replies(iv.N)
 	}
-	return fmt.Sprintf("%s %.*f–%.*f", coverage(iv), prec, iv.Lo, prec, iv.Hi)
+	return fmt.Sprintf("%s %.*f–%.*f, descriptive", coverage(iv), prec, iv.Lo, prec, iv.Hi)
+}
+
+// SignsText is the sentence the report's headline ends with: whether both
+// sign counts decided, or which did not, in how many replies, and that the
+// median then decides, "close to" its limit.
+func SignsText(s *judge.Signs, n, maxReplies int) string {
+	counts := fmt.Sprintf("rate: %d meet the floor, %d miss it; first token: %d meet the limit, %d miss it; --lead %d",
+		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss, s.Rate.Lead)
+	var close []string
+	if !s.Rate.Decided {
+		close = append(close, "the floor")
+	}
+	if !s.FirstToken.Decided {
+		close = append(close, "the first-token limit")
+	}
+	if len(close) == 0 {
+		return fmt.Sprintf("Both sign counts decided (%s).", counts)
+	}
+	return fmt.Sprintf("Close to %s: the sign counts did not decide in %s (at most %d), and the median decides (%s).",
+		strings.Join(close, " and "), Replies(n), maxReplies, counts)
 }
 
 // coverage names an interval by its coverage: "95% interval", or the lower

@@ -311,7 +311,7 @@ func TestMarkdownStabilityBaselineChart(t *testing.T) {
 	r.Judged(judge.Judge(r.Input()))
 	md := Markdown(r, MarkdownLimit)
 	for _, want := range []string{
-		"(96% interval 100.0–100.0; floor 60.0)",
+		"(96% interval 100.0–100.0, descriptive; floor 60.0)",
 		"over 9 replies. After 5 replies the median rate's interval 48.8–96.6 tok/s holds the floor 60.0, so",
 		"so the gate took 4 more (at most 15 in all).",
 		"| baseline | base/result.json: median 95.0 tok/s, first token 260 ms; allowed change 10% |",
@@ -388,8 +388,8 @@ func TestIntervalText(t *testing.T) {
 	}{
 		{judge.Interval{N: 1, Median: 50, Lo: 50, Hi: 50, Coverage: 0}, 1, "no interval from 1 reply"},
 		{judge.Interval{N: 2, Median: 55, Lo: 50, Hi: 60, Coverage: 0.5}, 1, "no interval from 2 replies"},
-		{judge.Interval{N: 3, Median: 55, Lo: 50, Hi: 60, Coverage: 0.75}, 1, "75% interval 50.0–60.0"},
-		{judge.Interval{N: 9, Median: 264, Lo: 250.4, Hi: 277.6, Coverage: 0.9609375}, 0, "96% interval 250–278"},
+		{judge.Interval{N: 3, Median: 55, Lo: 50, Hi: 60, Coverage: 0.75}, 1, "75% interval 50.0–60.0, descriptive"},
+		{judge.Interval{N: 9, Median: 264, Lo: 250.4, Hi: 277.6, Coverage: 0.9609375}, 0, "96% interval 250–278, descriptive"},
 	}
 	for _, tt := range tests {
 		if got := IntervalText(&tt.iv, tt.prec); got != tt.want {

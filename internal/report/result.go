@@ -56,6 +56,10 @@ type Result struct {
 	Reference *Reference    `json:"reference,omitempty"`
 	Agreement []agree.Reply `json:"agreement,omitempty"`
 	Intervals Intervals     `json:"intervals"`
+	// Signs are the sequential rule's sign counts (docs/measuring.md),
+	// figured from Replies at Limits.Lead; none for a run made before the
+	// rule.
+	Signs *judge.Signs `json:"signs,omitempty"`
 	// Extra says how many replies were taken past --replies, and why.
 	Extra  Extra        `json:"extra"`
 	Run    RunFacts     `json:"run"`
@@ -70,7 +74,9 @@ type Intervals struct {
 	FirstToken *judge.Interval `json:"first_token,omitempty"`
 }
 
-// Extra is the replies taken because the verdict was in doubt.
+// Extra is the replies taken because the verdict was in doubt: in a run made
+// before the sequential rule, those past --replies while the median's
+// interval held a limit. The rule keeps Max only.
 type Extra struct {
 	Replies int    `json:"replies"`
 	Why     string `json:"why,omitempty"`
@@ -87,6 +93,11 @@ func (r *Result) SetIntervals() {
 	if iv, ok := judge.MedianInterval(firstMS); ok {
 		r.Intervals.FirstToken = &iv
 	}
+	r.Signs = nil
+	if r.Limits.Lead > 0 && len(r.Replies) > 0 {
+		s, _ := judge.SignsOf(r.Replies, r.Limits, r.Limits.Lead)
+		r.Signs = &s
+	}
 }
 
 // RunFacts say how the run was asked for.
@@ -94,7 +105,7 @@ type RunFacts struct {
 	Started   time.Time `json:"started"`
 	Finished  time.Time `json:"finished"`
 	Model     string    `json:"model,omitempty"`
-	Replies   int       `json:"replies"`
+	Replies   int       `json:"replies"` // --replies: asked at least
 	Warmup    int       `json:"warmup"`
 	MaxTokens int       `json:"max_tokens"`
 	Thinking  string    `json:"thinking"`
@@ -108,6 +119,10 @@ type RunFacts struct {
 	// FirstRound is the prompts of the run's first round: every one of
 	// them must be in a reference (`judge DIR --reference` checks it).
 	FirstRound []string `json:"first_round,omitempty"`
+
+	// OrderSeed is the seed of the order the prompts were asked in
+	// (--order-seed); none in a run made before the order was drawn.
+	OrderSeed *uint64 `json:"order_seed,omitempty"`
 }
 
 // ServeFacts say how the serve went.

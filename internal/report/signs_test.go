@@ -1,0 +1,59 @@
+package report
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+)
+
+// A run of the sequential rule: its sign counts in result.json, the
+// headline's sentence on them, and the prompts' seed among the facts.
+func TestMarkdownSigns(t *testing.T) {
+	r := sample()
+	seed := uint64(42)
+	r.Limits.Lead, r.Run.OrderSeed, r.Run.Replies, r.Extra.Max = 3, &seed, 1, 15
+	r.Replies = append(r.Replies, r.Replies[0])
+	r.Replies[2].N = 3
+	r.Judged(judge.Judge(r.Input()))
+	md := Markdown(r, MarkdownLimit)
+	for _, want := range []string{
+		"over 3 replies. Both sign counts decided (rate: 3 meet the floor, 0 miss it; first token: 3 meet the limit, 0 miss it; --lead 3).",
+		"| asked | 3 replies (at least 1, at most 15) + 1 warm-up, max 128 tokens, thinking off, prompts built-in in the order of seed 42 |",
+		"signs: 3 meet the floor, 0 miss it: decided, a lead of 3 for meeting it, --lead 3 \\(likelihood ratio 3^3 = 27 against 1/alpha = 20\\)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"order_seed":42`, `"lead":3`, `"signs":{"rate":{"meet":3,"miss":0,"lead":3,"likelihood_ratio":27,"decided":true}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("result.json lacks %s: %s", want, b)
+		}
+	}
+
+	// Two replies under the limit: the first token did not decide.
+	r.Limits.FirstTokenMS = 260
+	r.Judged(judge.Judge(r.Input()))
+	md = Markdown(r, MarkdownLimit)
+	want := "Close to the first-token limit: the sign counts did not decide in 3 replies (at most 15), and the median decides (rate: 3 meet the floor, 0 miss it; first token: 2 meet the limit, 1 miss it; --lead 3)."
+	if !strings.Contains(md, want) {
+		t.Errorf("Markdown() lacks %q:\n%s", want, md)
+	}
+	r.Limits.Floor = 95
+	r.Judged(judge.Judge(r.Input()))
+	if md := Markdown(r, MarkdownLimit); !strings.Contains(md, "Close to the floor and the first-token limit: ") {
+		t.Errorf("Markdown() of both undecided:\n%s", md)
+	}
+
+	// A run made before the rule: no signs, no seed.
+	old := sample()
+	if old.Signs != nil || strings.Contains(Markdown(old, MarkdownLimit), "sign counts decided") {
+		t.Errorf("a run without a lead has signs: %+v", old.Signs)
+	}
+}
