@@ -81,7 +81,8 @@ func TestCheckReference(t *testing.T) {
 }
 
 // Only the replies to prompts the run can ask are kept: a run of
-// --max-replies 3 asks three.
+// --max-replies 3 asks three of the first round's five, which three drawn
+// for the run, so the five are kept, and the later rounds' are not.
 func TestCheckReferenceKeepsAsked(t *testing.T) {
 	c := good(t)
 	c.Reference = writeReference(t, recorded())
@@ -90,8 +91,8 @@ func TestCheckReferenceKeepsAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Reference.Checked; got.Replies != 3 || got.Prompts != 3 {
-		t.Errorf("Checked = %+v, want 3 replies kept and 3 first-round prompts", got)
+	if got := p.Reference.Checked; got.Replies != 5 || got.Prompts != 5 {
+		t.Errorf("Checked = %+v, want 5 replies kept and 5 first-round prompts", got)
 	}
 }
 
@@ -129,7 +130,7 @@ func TestCheckReferenceBad(t *testing.T) {
 		{"empty reply", func(c *Config, res *report.Result) { res.Replies[1].Content = " " },
 			[]string{"its reply 2 (to ", ") has no content; a reference's replies must all have content: record the reference again"}},
 		{"error reply", func(c *Config, res *report.Result) { res.Replies[6].Error = "HTTP 500\x1b[2J" },
-			[]string{`its reply 7 (to "Request 7: `, `has the error "HTTP 500\x1b[2J"`}},
+			[]string{`its reply 7 (to "Request 2.2: `, `has the error "HTTP 500\x1b[2J"`}},
 		{"too large", func(c *Config, res *report.Result) {
 			// Each reply file within a run file's bound, all of them
 			// past out/reference.json's.

@@ -237,7 +237,7 @@ func (s site) gateArgs(gate, out string, fakellm ...string) []string {
 	if len(fakellm) > 0 {
 		serve += " " + strings.Join(fakellm, " ")
 	}
-	return []string{gate, "run", "--serve", serve, "--replies", "2", "--max-tokens", "8", "--warmup", "0",
+	return []string{gate, "run", "--serve", serve, "--replies", "2", "--max-replies", "2", "--max-tokens", "8", "--warmup", "0",
 		"--rate-source", "server", "--out", out, "--ready-timeout", "1m"}
 }
 
