@@ -169,6 +169,7 @@ func markdown(r *Result, withTail bool) string {
 	} else {
 		row("asked", fmt.Sprintf("%s + %d warm-up, max %d tokens, thinking %s, prompts %s", Replies(r.Run.Replies), r.Run.Warmup, r.Run.MaxTokens, Cell(r.Run.Thinking, 10), Cell(r.Run.Prompts, 200)))
 	}
+	row("logprobs", LogprobsText(r.Replies))
 	if g := r.GitHub; g != nil && g.RunURL != "" {
 		row("run", link("logs", g.RunURL))
 	}
@@ -546,4 +547,50 @@ func AgreesText(a agree.Reply) string {
 		s = "❌ " + s
 	}
 	return s
+}
+
+// LogprobsText says what became of asking for logprobs over the replies:
+// how many sent them, and a refusal or garbage with the serve's words, cut
+// and escaped (they are the serve's). "" when none of the replies asked.
+func LogprobsText(replies []measure.Reply) string {
+	var sent, none, refused, garbage int
+	var refusal, dropped string
+	k := 0
+	for i := range replies {
+		rep := &replies[i]
+		k = max(k, rep.TopLogprobs)
+		switch rep.Logprobs {
+		case measure.LogprobsSent:
+			sent++
+		case measure.LogprobsNone:
+			none++
+		case measure.LogprobsRefused:
+			refused++
+			if refusal == "" {
+				refusal = rep.LogprobsDetail
+			}
+		case measure.LogprobsGarbage:
+			garbage++
+			if dropped == "" {
+				dropped = rep.LogprobsDetail
+			}
+		}
+	}
+	if sent+none+refused+garbage == 0 {
+		return ""
+	}
+	var parts []string
+	if sent+none+garbage > 0 {
+		parts = append(parts, fmt.Sprintf("top %d asked: sent with %d of %d replies", k, sent, len(replies)))
+	}
+	if none > 0 {
+		parts = append(parts, fmt.Sprintf("none sent with %d", none))
+	}
+	if garbage > 0 {
+		parts = append(parts, fmt.Sprintf("dropped from %d as not to be believed: %s", garbage, Cell(dropped, 120)))
+	}
+	if refused > 0 {
+		parts = append(parts, fmt.Sprintf("refused by the serve (asked again without them, %d replies): %s", refused, Cell(refusal, 120)))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -469,3 +469,35 @@ func TestReleaseFactsFailTheRun(t *testing.T) {
 		}
 	}
 }
+
+// What became of asking for logprobs is said in the summary, the serve's
+// words of a refusal escaped for the table.
+func TestLogprobsText(t *testing.T) {
+	sent := measure.Reply{TopLogprobs: 5, Logprobs: measure.LogprobsSent}
+	none := measure.Reply{TopLogprobs: 5, Logprobs: measure.LogprobsNone}
+	refused := measure.Reply{Logprobs: measure.LogprobsRefused, LogprobsDetail: "HTTP 400: logprobs | not <b>supported</b>\nhere"}
+	garbage := measure.Reply{TopLogprobs: 5, Logprobs: measure.LogprobsGarbage, LogprobsDetail: "a logprob of NaN"}
+	tests := []struct {
+		name    string
+		replies []measure.Reply
+		want    string
+	}{
+		{"not asked", []measure.Reply{{}, {}}, ""},
+		{"sent", []measure.Reply{sent, sent}, "top 5 asked: sent with 2 of 2 replies"},
+		{"some sent none", []measure.Reply{sent, none, sent}, "top 5 asked: sent with 2 of 3 replies; none sent with 1"},
+		{"garbage", []measure.Reply{garbage, sent}, "top 5 asked: sent with 1 of 2 replies; dropped from 1 as not to be believed: a logprob of NaN"},
+		{"refused", []measure.Reply{refused, refused},
+			"refused by the serve (asked again without them, 2 replies): " + Cell(refused.LogprobsDetail, 120)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := LogprobsText(tt.replies); got != tt.want {
+				t.Errorf("LogprobsText() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	md := Markdown(&Result{Verdict: Fail, Replies: []measure.Reply{refused}}, 1<<20)
+	if !strings.Contains(md, "| logprobs | refused by the serve") || strings.Contains(md, "<b>") || strings.Contains(md, "logprobs | not") {
+		t.Errorf("Markdown does not say the refusal in one escaped row:\n%s", md)
+	}
+}
