@@ -403,6 +403,8 @@ func stopText(replies []measure.Reply, l judge.Limits, rule judge.Rule) string {
 		return fmt.Sprintf("stopped after %s: a reply failed", report.Replies(len(replies)))
 	case s.Rate.Decided && s.FirstToken.Decided:
 		return fmt.Sprintf("stopped after %s: both sign counts decided (%s; --lead %d)", report.Replies(len(replies)), counts, rule.Lead)
+	case rule.Max < rule.Lead:
+		return fmt.Sprintf("stopped at --max-replies %d, fewer than --lead %d: no count could decide, the median decides (%s)", rule.Max, rule.Lead, counts)
 	default:
 		return fmt.Sprintf("stopped at --max-replies %d: close to a limit, the median decides (%s; --lead %d)", rule.Max, counts, rule.Lead)
 	}

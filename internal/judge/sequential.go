@@ -87,7 +87,9 @@ func countOf(xs []float64, meets func(float64) bool, lead int) Count {
 // signsText is a count as the rate's and first token's details end:
 // the signs, the lead and the likelihood ratio against 1/Alpha, or "close
 // to" the floor (or limit) when the lead did not decide, and the median
-// then decides.
+// then decides; "undecided" when too few replies were asked for any count to
+// reach the lead (--replies 1 --max-replies 1, or judge DIR at a larger
+// --lead), which says nothing of how close the serve is.
 func signsText(c Count, what string) string {
 	d := c.Meet - c.Miss
 	side := "meeting"
@@ -97,6 +99,11 @@ func signsText(c Count, what string) string {
 	ratio := fmt.Sprintf("likelihood ratio 3^%d = %.0f against 1/alpha = %.0f", max(d, -d), c.Ratio, 1/Alpha)
 	if c.Decided {
 		return fmt.Sprintf("signs: %d meet %s, %d miss it: decided, a lead of %d for %s it, --lead %d (%s)", c.Meet, what, c.Miss, max(d, -d), side, c.Lead, ratio)
+	}
+	if n := c.Meet + c.Miss; n < c.Lead {
+		// No count of n replies reaches the lead: the replies say nothing
+		// of how close the serve is.
+		return fmt.Sprintf("undecided: %d meet %s, %d miss it, too few replies (%d) to reach --lead %d (%s): the median decides", c.Meet, what, c.Miss, n, c.Lead, ratio)
 	}
 	return fmt.Sprintf("close to %s: %d meet it, %d miss it, a lead of %d, short of --lead %d (%s): the median decides", what, c.Meet, c.Miss, max(d, -d), c.Lead, ratio)
 }

@@ -263,6 +263,14 @@ func TestSignsInDetails(t *testing.T) {
 	if got := judgeRate(rated(90, 90, 90), why).Detail; !strings.HasSuffix(got, "against 1/alpha = 20); the floor: a derived floor") {
 		t.Errorf("judgeRate(a derived floor) = %q", got)
 	}
+	// Fewer replies than the lead cannot decide whatever their signs: no
+	// "close to" a floor all of them met. As many as the lead can.
+	if got := signsText(NewCount(2, 0, 3), "the floor"); got != "undecided: 2 meet the floor, 0 miss it, too few replies (2) to reach --lead 3 (likelihood ratio 3^2 = 9 against 1/alpha = 20): the median decides" {
+		t.Errorf("signsText(2 and 0, lead 3) = %q", got)
+	}
+	if got := signsText(NewCount(2, 1, 3), "the floor"); !strings.HasPrefix(got, "close to the floor: 2 meet it, 1 miss it") {
+		t.Errorf("signsText(2 and 1, lead 3) = %q", got)
+	}
 	// A count at a lead of 0 is decided at once, for meeting when even.
 	if got := signsText(NewCount(2, 2, 0), "the floor"); got != "signs: 2 meet the floor, 2 miss it: decided, a lead of 0 for meeting it, --lead 0 (likelihood ratio 3^0 = 1 against 1/alpha = 20)" {
 		t.Errorf("signsText(2 and 2, lead 0) = %q", got)
