@@ -390,6 +390,12 @@ func (g *Gate) askAll(res *report.Result, a *asker) {
 		}
 		res.Replies = append(res.Replies, r)
 	}
+	if p.Kind == report.KindReference {
+		// A reference's rate and first token are not judged: its signs
+		// say nothing, and it asks every request a run can make.
+		g.logf("asked %s: a reference asks every one, whatever its replies", report.Replies(len(res.Replies)))
+		return
+	}
 	g.logf("%s", stopText(res.Replies, res.Limits, rule))
 }
 
