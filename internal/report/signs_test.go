@@ -51,6 +51,15 @@ func TestMarkdownSigns(t *testing.T) {
 		t.Errorf("Markdown() of both undecided:\n%s", md)
 	}
 
+	// Fewer replies than the lead, all meeting both limits: undecided,
+	// not close to them. As many as the lead, split: close.
+	if got := SignsText(&judge.Signs{Rate: judge.NewCount(2, 0, 3), FirstToken: judge.NewCount(2, 0, 3)}, 2, 2); got != "Undecided: 2 replies, fewer than --lead 3, cannot decide a sign count, and the median decides (rate: 2 meet the floor, 0 miss it; first token: 2 meet the limit, 0 miss it; --lead 3)." {
+		t.Errorf("SignsText(2 replies, lead 3) = %q", got)
+	}
+	if got := SignsText(&judge.Signs{Rate: judge.NewCount(2, 1, 3), FirstToken: judge.NewCount(3, 0, 3)}, 3, 3); !strings.HasPrefix(got, "Close to the floor: ") {
+		t.Errorf("SignsText(3 replies split, lead 3) = %q", got)
+	}
+
 	// A run made before the rule: no signs, no seed.
 	old := sample()
 	if old.Signs != nil || strings.Contains(Markdown(old, MarkdownLimit), "sign counts decided") {
