@@ -213,6 +213,11 @@ func IntervalText(iv *judge.Interval, prec int) string {
 func SignsText(s *judge.Signs, n, maxReplies int) string {
 	counts := fmt.Sprintf("rate: %d meet the floor, %d miss it; first token: %d meet the limit, %d miss it; --lead %d",
 		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss, s.Rate.Lead)
+	if s.Rate.Meet+s.Rate.Miss < n || s.FirstToken.Meet+s.FirstToken.Miss < n {
+		// The gate stopped at a reply without a figure: that failure,
+		// not the median, decides.
+		return fmt.Sprintf("The gate stopped after %s: a reply has no rate or no first token, which fails the run whatever the sign counts (%s).", Replies(n), counts)
+	}
 	var close []string
 	if !s.Rate.Decided {
 		close = append(close, "the floor")
