@@ -29,34 +29,13 @@ func (e *env) historyBaseline(ctx context.Context, plan *config.Plan, a *githuba
 	if !fromGitHub {
 		return 0, true
 	}
-	bad := func(err error) (int, bool) {
-		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent("--baseline "+plan.Config.Baseline+": "+err.Error()))
-		if a != nil {
-			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("--baseline: %s", err)
-		}
-		return exitUsage, false
+	h, bad, cleanup := e.openHistory(plan, a, "baseline", plan.Config.Baseline, pattern,
+		"outside, pass the earlier run's result.json")
+	if h.err != nil {
+		return bad(h.err)
 	}
-	if a == nil {
-		return bad(errors.New("a baseline from GitHub's history is read inside GitHub Actions only; outside, pass the earlier run's result.json"))
-	}
-	gc, err := publish.FromEnv(e.getenv)
-	if err != nil {
-		return bad(err)
-	}
-	src, err := e.historySource(gc, plan.GitHubToken, pattern)
-	if err != nil {
-		return bad(err)
-	}
-	tmp, err := os.MkdirTemp(e.getenv("RUNNER_TEMP"), "npu-serve-smoke-baseline-*")
-	if err != nil {
-		return bad(err)
-	}
-	defer os.RemoveAll(tmp)
-	notice := func(format string, args ...any) {
-		msg := console.Text(fmt.Sprintf(format, args...))
-		fmt.Fprintln(e.stderr, msg)
-		a.Noticef("%s", msg)
-	}
+	defer cleanup()
+	src, tmp, notice := h.src, h.tmp, h.notice
 	f, err := src.Find(ctx, history.ArtifactName(plan.CheckName), tmp, history.Want{Model: plan.Model, CheckName: plan.CheckName, Thinking: plan.Thinking}, plan.Limits())
 	for _, why := range f.Skipped {
 		notice("baseline skipped: %s; the next older run is tried", why)
@@ -95,34 +74,13 @@ func (e *env) historyReference(ctx context.Context, plan *config.Plan, a *github
 	if !fromGitHub {
 		return 0, true
 	}
-	bad := func(err error) (int, bool) {
-		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent("--reference "+plan.Config.Reference+": "+err.Error()))
-		if a != nil {
-			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("--reference: %s", console.Text(err.Error()))
-		}
-		return exitUsage, false
+	h, bad, cleanup := e.openHistory(plan, a, "reference", plan.Config.Reference, pattern,
+		"outside, pass the reference's out directory or result.json")
+	if h.err != nil {
+		return bad(h.err)
 	}
-	if a == nil {
-		return bad(errors.New("a reference from GitHub's history is read inside GitHub Actions only; outside, pass the reference's out directory or result.json"))
-	}
-	gc, err := publish.FromEnv(e.getenv)
-	if err != nil {
-		return bad(err)
-	}
-	src, err := e.historySource(gc, plan.GitHubToken, pattern)
-	if err != nil {
-		return bad(err)
-	}
-	tmp, err := os.MkdirTemp(e.getenv("RUNNER_TEMP"), "npu-serve-smoke-reference-*")
-	if err != nil {
-		return bad(err)
-	}
-	defer os.RemoveAll(tmp)
-	notice := func(format string, args ...any) {
-		msg := console.Text(fmt.Sprintf(format, args...))
-		fmt.Fprintln(e.stderr, msg)
-		a.Noticef("%s", msg)
-	}
+	defer cleanup()
+	src, tmp, notice := h.src, h.tmp, h.notice
 	want := plan.ReferenceWant()
 	var ref *report.Reference
 	use := func(res *report.Result, from string) (err error) {
@@ -146,4 +104,52 @@ func (e *env) historyReference(ctx context.Context, plan *config.Plan, a *github
 		fmt.Fprintf(e.stderr, "reference: %s (%s): %s, %d with logprobs\n", f.Run.URL, console.Text(f.Run.Branch), report.Replies(ref.Checked.Replies), ref.Checked.Logprobs)
 	}
 	return 0, true
+}
+
+// historyLook is what a look into GitHub's history for --baseline or
+// --reference github:PATTERN needs: the source, a temporary directory for
+// the artifact, and the notice for candidates passed over. err is why the
+// look cannot be made (bad input).
+type historyLook struct {
+	src    *history.Source
+	tmp    string
+	notice func(format string, args ...any)
+	err    error
+}
+
+// openHistory prepares the look for --flag value (github:pattern). bad
+// reports a bad input of that flag and says to stop; cleanup removes the
+// temporary directory. Outside GitHub Actions the look cannot be made, and
+// outside says what to pass instead.
+func (e *env) openHistory(plan *config.Plan, a *githubactions.Action, flag, value, pattern, outside string) (h historyLook, bad func(error) (int, bool), cleanup func()) {
+	bad = func(err error) (int, bool) {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent("--"+flag+" "+value+": "+err.Error()))
+		if a != nil {
+			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("--%s: %s", flag, console.Text(err.Error()))
+		}
+		return exitUsage, false
+	}
+	cleanup = func() {}
+	if a == nil {
+		h.err = fmt.Errorf("a %s from GitHub's history is read inside GitHub Actions only; %s", flag, outside)
+		return h, bad, cleanup
+	}
+	gc, err := publish.FromEnv(e.getenv)
+	if err != nil {
+		h.err = err
+		return h, bad, cleanup
+	}
+	if h.src, h.err = e.historySource(gc, plan.GitHubToken, pattern); h.err != nil {
+		return h, bad, cleanup
+	}
+	if h.tmp, h.err = os.MkdirTemp(e.getenv("RUNNER_TEMP"), "npu-serve-smoke-"+flag+"-*"); h.err != nil {
+		return h, bad, cleanup
+	}
+	cleanup = func() { os.RemoveAll(h.tmp) }
+	h.notice = func(format string, args ...any) {
+		msg := console.Text(fmt.Sprintf(format, args...))
+		fmt.Fprintln(e.stderr, msg)
+		a.Noticef("%s", msg)
+	}
+	return h, bad, cleanup
 }
