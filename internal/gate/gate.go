@@ -390,6 +390,12 @@ func (g *Gate) askAll(res *report.Result, a *asker) {
 		}
 		res.Replies = append(res.Replies, r)
 	}
+	if p.Kind == report.KindReference {
+		// A reference's rate and first token are not judged: its signs
+		// say nothing, and it asks every request a run can make.
+		g.logf("asked %s: a reference asks every one, whatever its replies", report.Replies(len(res.Replies)))
+		return
+	}
 	g.logf("%s", stopText(res.Replies, res.Limits, rule))
 }
 
@@ -403,6 +409,8 @@ func stopText(replies []measure.Reply, l judge.Limits, rule judge.Rule) string {
 		return fmt.Sprintf("stopped after %s: a reply failed", report.Replies(len(replies)))
 	case s.Rate.Decided && s.FirstToken.Decided:
 		return fmt.Sprintf("stopped after %s: both sign counts decided (%s; --lead %d)", report.Replies(len(replies)), counts, rule.Lead)
+	case rule.Max < rule.Lead:
+		return fmt.Sprintf("stopped at --max-replies %d, fewer than --lead %d: no count could decide, the median decides (%s)", rule.Max, rule.Lead, counts)
 	default:
 		return fmt.Sprintf("stopped at --max-replies %d: close to a limit, the median decides (%s; --lead %d)", rule.Max, counts, rule.Lead)
 	}

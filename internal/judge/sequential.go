@@ -51,9 +51,25 @@ func NewCount(meet, miss, lead int) Count {
 	return Count{Meet: meet, Miss: miss, Lead: lead, Ratio: Ratio(d), Decided: d >= lead || -d >= lead}
 }
 
-// Ratio is the likelihood ratio of a lead of d, for the side ahead.
+// Ratio is the likelihood ratio of a lead of d, for the side ahead. From a
+// lead of 647 on, 3^d is beyond a float64: it is the largest float64
+// instead, so result.json (which holds no infinity) can still be written.
 func Ratio(d int) float64 {
-	return math.Pow(ZoneHigh/ZoneLow, math.Abs(float64(d)))
+	r := math.Pow(ZoneHigh/ZoneLow, math.Abs(float64(d)))
+	if math.IsInf(r, 1) {
+		return math.MaxFloat64
+	}
+	return r
+}
+
+// ratioText is the likelihood ratio of a lead of d as the details say it:
+// exact up to a lead of 30 (3^30 is 15 digits), then its power of ten.
+func ratioText(d int) string {
+	d = max(d, -d)
+	if d > 30 {
+		return fmt.Sprintf("3^%d ≈ 10^%.0f", d, float64(d)*math.Log10(ZoneHigh/ZoneLow))
+	}
+	return fmt.Sprintf("3^%d = %.0f", d, Ratio(d))
 }
 
 // Signs are the rate's and the first token's counts.
@@ -87,16 +103,23 @@ func countOf(xs []float64, meets func(float64) bool, lead int) Count {
 // signsText is a count as the rate's and first token's details end:
 // the signs, the lead and the likelihood ratio against 1/Alpha, or "close
 // to" the floor (or limit) when the lead did not decide, and the median
-// then decides.
+// then decides; "undecided" when too few replies were asked for any count to
+// reach the lead (--replies 1 --max-replies 1, or judge DIR at a larger
+// --lead), which says nothing of how close the serve is.
 func signsText(c Count, what string) string {
 	d := c.Meet - c.Miss
 	side := "meeting"
 	if d < 0 {
 		side = "missing"
 	}
-	ratio := fmt.Sprintf("likelihood ratio 3^%d = %.0f against 1/alpha = %.0f", max(d, -d), c.Ratio, 1/Alpha)
+	ratio := fmt.Sprintf("likelihood ratio %s against 1/alpha = %.0f", ratioText(d), 1/Alpha)
 	if c.Decided {
 		return fmt.Sprintf("signs: %d meet %s, %d miss it: decided, a lead of %d for %s it, --lead %d (%s)", c.Meet, what, c.Miss, max(d, -d), side, c.Lead, ratio)
+	}
+	if n := c.Meet + c.Miss; n < c.Lead {
+		// No count of n replies reaches the lead: the replies say nothing
+		// of how close the serve is.
+		return fmt.Sprintf("undecided: %d meet %s, %d miss it, too few replies (%d) to reach --lead %d (%s): the median decides", c.Meet, what, c.Miss, n, c.Lead, ratio)
 	}
 	return fmt.Sprintf("close to %s: %d meet it, %d miss it, a lead of %d, short of --lead %d (%s): the median decides", what, c.Meet, c.Miss, max(d, -d), c.Lead, ratio)
 }

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -262,6 +263,32 @@ func TestSignsInDetails(t *testing.T) {
 	why.FloorWhy, why.FloorDerived = "a derived floor", true
 	if got := judgeRate(rated(90, 90, 90), why).Detail; !strings.HasSuffix(got, "against 1/alpha = 20); the floor: a derived floor") {
 		t.Errorf("judgeRate(a derived floor) = %q", got)
+	}
+	// Fewer replies than the lead cannot decide whatever their signs: no
+	// "close to" a floor all of them met. As many as the lead can.
+	if got := signsText(NewCount(2, 0, 3), "the floor"); got != "undecided: 2 meet the floor, 0 miss it, too few replies (2) to reach --lead 3 (likelihood ratio 3^2 = 9 against 1/alpha = 20): the median decides" {
+		t.Errorf("signsText(2 and 0, lead 3) = %q", got)
+	}
+	if got := signsText(NewCount(2, 1, 3), "the floor"); !strings.HasPrefix(got, "close to the floor: 2 meet it, 1 miss it") {
+		t.Errorf("signsText(2 and 1, lead 3) = %q", got)
+	}
+	// A long run's ratio is beyond a float64: the count keeps the largest
+	// float64 (result.json holds no infinity) and the text its power of
+	// ten, exact up to a lead of 30.
+	if c := NewCount(650, 0, 3); c.Ratio != math.MaxFloat64 || !c.Decided {
+		t.Errorf("NewCount(650, 0, 3) = %+v, want the largest float64", c)
+	}
+	if _, err := json.Marshal(NewCount(0, 700, 3)); err != nil {
+		t.Errorf("json.Marshal(a lead of 700): %v", err)
+	}
+	if r := Ratio(-646); math.IsInf(r, 0) || r < 1e308 {
+		t.Errorf("Ratio(-646) = %v", r)
+	}
+	for d, want := range map[int]string{30: "3^30 = 205891132094649 ", -31: "3^31 ≈ 10^15 ", 650: "3^650 ≈ 10^310 "} {
+		meet, miss := max(d, 0), max(-d, 0)
+		if got := signsText(NewCount(meet, miss, 3), "the floor"); !strings.Contains(got, "likelihood ratio "+want+"against 1/alpha = 20)") {
+			t.Errorf("signsText(lead %d) = %q, want %q", d, got, want)
+		}
 	}
 	// A count at a lead of 0 is decided at once, for meeting when even.
 	if got := signsText(NewCount(2, 2, 0), "the floor"); got != "signs: 2 meet the floor, 2 miss it: decided, a lead of 0 for meeting it, --lead 0 (likelihood ratio 3^0 = 1 against 1/alpha = 20)" {

@@ -208,10 +208,16 @@ func IntervalText(iv *judge.Interval, prec int) string {
 
 // SignsText is the sentence the report's headline ends with: whether both
 // sign counts decided, or which did not, in how many replies, and that the
-// median then decides, "close to" its limit.
+// median then decides, "close to" its limit; "undecided" when fewer replies
+// were asked than the lead, which no count of them can reach.
 func SignsText(s *judge.Signs, n, maxReplies int) string {
 	counts := fmt.Sprintf("rate: %d meet the floor, %d miss it; first token: %d meet the limit, %d miss it; --lead %d",
 		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss, s.Rate.Lead)
+	if s.Rate.Meet+s.Rate.Miss < n || s.FirstToken.Meet+s.FirstToken.Miss < n {
+		// The gate stopped at a reply without a figure: that failure,
+		// not the median, decides.
+		return fmt.Sprintf("The gate stopped after %s: a reply has no rate or no first token, which fails the run whatever the sign counts (%s).", Replies(n), counts)
+	}
 	var close []string
 	if !s.Rate.Decided {
 		close = append(close, "the floor")
@@ -221,6 +227,11 @@ func SignsText(s *judge.Signs, n, maxReplies int) string {
 	}
 	if len(close) == 0 {
 		return fmt.Sprintf("Both sign counts decided (%s).", counts)
+	}
+	if n < s.Rate.Lead {
+		// No count of n replies reaches the lead: nothing says the serve
+		// is close to its limits.
+		return fmt.Sprintf("Undecided: %s, fewer than --lead %d, cannot decide a sign count, and the median decides (%s).", Replies(n), s.Rate.Lead, counts)
 	}
 	return fmt.Sprintf("Close to %s: the sign counts did not decide in %s (at most %d), and the median decides (%s).",
 		strings.Join(close, " and "), Replies(n), maxReplies, counts)
