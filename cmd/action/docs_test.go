@@ -6,8 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/docs"
@@ -117,4 +121,42 @@ func said(stderr string) string {
 		}
 	}
 	return strings.Join(strings.Fields(stderr), " ")
+}
+
+// TestFlagTableDefaults checks the defaults docs/reference.md's flags table
+// gives as a number or a duration against the run command's flags: a table
+// that says 0.1 where the flag says 0.3 sends people the wrong way.
+func TestFlagTableDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../docs/reference.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := config.Default()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	runFlags(fs, &c)
+	row := regexp.MustCompile("(?m)^\\| `--([a-z0-9-]+)` \\| ([^|]*) \\|")
+	checked := 0
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		name, want := m[1], strings.TrimSpace(m[2])
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // another command's flag
+		}
+		if d, err := time.ParseDuration(want); err == nil {
+			if got, err := time.ParseDuration(f.DefValue); err != nil || got != d {
+				t.Errorf("docs/reference.md: --%s defaults to %s; the flag's default is %s", name, want, f.DefValue)
+			}
+			checked++
+			continue
+		}
+		if w, err := strconv.ParseFloat(want, 64); err == nil {
+			if got, err := strconv.ParseFloat(f.DefValue, 64); err != nil || got != w {
+				t.Errorf("docs/reference.md: --%s defaults to %s; the flag's default is %s", name, want, f.DefValue)
+			}
+			checked++
+		}
+	}
+	if checked < 10 {
+		t.Errorf("checked %d defaults of docs/reference.md's flags table; the table's rows are not read", checked)
+	}
 }
