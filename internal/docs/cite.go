@@ -48,30 +48,31 @@ var (
 	// word that goes on with a path's or a name's characters is not one.
 	hexWord = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
 	// repoThenVersion is a repository with a version beside it, not after @.
-	repoThenVersion = regexp.MustCompile(`\b([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]*[A-Za-z0-9_])` + "`?" + `,? +(at |version |release |tag |commit |read at |read at commit )?` + "`?" + `(v\d+(\.\d+)+[0-9A-Za-z.-]*|b\d{3,})\b`)
+	repoThenVersion = regexp.MustCompile(`\b([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]*[A-Za-z0-9_])` + "`?" + `,? +(read at |at |version )?` + "`?" + `(v\d+(\.\d+)+[0-9A-Za-z.-]*|b\d{3,})\b`)
 )
+
+// placeholder is the repository the pages name when they describe the form.
+const placeholder = "owner/repo"
 
 // badCitations returns what is wrong with each citation on a line of prose.
 func badCitations(line string) []string {
 	var bad []string
-	cited := map[string]bool{} // the commits written as owner/repo@commit
 	for _, m := range repoAt.FindAllStringSubmatch(line, -1) {
-		repo, ref := m[1], m[2]
+		repo, ref := m[1], strings.TrimRight(m[2], ".") // a sentence may end after it
 		switch {
-		case fullCommit.MatchString(ref):
-			cited[ref] = true
-		case releaseTag.MatchString(ref):
+		case repo == placeholder, fullCommit.MatchString(ref), releaseTag.MatchString(ref):
+			// The form itself, as the pages describe it, or a citation in it.
 		default:
 			bad = append(bad, fmt.Sprintf("%q: %s is cited at %q, which is neither a full commit (40 hexadecimal digits) nor a release tag; write %s@COMMIT or %s@vX.Y.Z, with :path for a file", m[0], repo, ref, repo, repo))
 		}
 	}
 	for _, at := range hexWord.FindAllStringIndex(line, -1) {
 		h := line[at[0]:at[1]]
-		if at[0] > 0 && strings.IndexByte("@/.-_", line[at[0]-1]) >= 0 || at[1] < len(line) && strings.IndexByte("-_/", line[at[1]]) >= 0 {
+		if at[0] > 0 && strings.IndexByte("@/.-", line[at[0]-1]) >= 0 || at[1] < len(line) && strings.IndexByte("-/", line[at[1]]) >= 0 {
 			continue // part of a path, a name, or a citation read above
 		}
-		if !strings.ContainsAny(h, "0123456789") || !strings.ContainsAny(h, "abcdef") || cited[h] {
-			continue // a number, or a word, or a commit cited in the form
+		if !strings.ContainsAny(h, "0123456789") || !strings.ContainsAny(h, "abcdef") {
+			continue // a number, or a word
 		}
 		if len(h) == 40 {
 			bad = append(bad, fmt.Sprintf("commit %s is named without its repository; write owner/repo@%s, with :path for a file", h, h))
