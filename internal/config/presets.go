@@ -49,7 +49,11 @@ const (
 // weights went: a device buffer (its name from the backend's source, the
 // device's index after it) is the fast route; CPU buffers alone are the
 // slow route. CUDA_Host, Vulkan_Host, CANN_Host... are pinned host memory,
-// not device.
+// not device. A device that maps the model file rather than copying it
+// names its buffer with "_Mapped" after the device's name (Metal's
+// "Metal_Mapped", "MTL0_Mapped": ggml/src/ggml-metal/): still the device.
+// Releases before the "model buffer" wording (llm_load_tensors, 2024)
+// printed "CUDA0 buffer size" and "CPU buffer size": the same buffers.
 //
 // A full offload still keeps the token embeddings in a host buffer
 // (CPU_Mapped, or CPU without mmap: llama.cpp reads them on the CPU), which
@@ -63,8 +67,8 @@ const (
 // with CPU buffers alone is the slow route even after one on the device.
 var (
 	llamaOffload     = judge.CountPrefix + `load_tensors: offloaded (\d+)/(\d+) layers to GPU`
-	llamaDeviceModel = `load_tensors: +(?:(?:CUDA|ROCm|MUSA|Vulkan|SYCL|CANN|MTL|HTP|OPENVINO)\d+|Metal|OpenCL|WebGPU|zDNN|RPC\[[^\]]*\]) model buffer size = +(\d+(?:\.\d+)?) MiB`
-	llamaHostBuffer  = `load_tensors: +(?:CPU(?:_Mapped|_REPACK|_AARCH64)?|\w+_Host|AMX) model buffer size`
+	llamaDeviceModel = `load_tensors: +(?:(?:CUDA|ROCm|MUSA|Vulkan|SYCL|CANN|MTL|HTP|OPENVINO)\d+|Metal|OpenCL|WebGPU|zDNN|RPC\[[^\]]*\])(?:_Mapped)? (?:model )?buffer size = +(\d+(?:\.\d+)?) MiB`
+	llamaHostBuffer  = `load_tensors: +(?:CPU(?:_Mapped|_REPACK|_AARCH64)?|\w+_Host|AMX) (?:model )?buffer size`
 	llamaCPUModel    = judge.UnlessFastPrefix + llamaHostBuffer
 	llamaCPUHeavier  = judge.HeavierPrefix + llamaHostBuffer + ` = +(\d+(?:\.\d+)?) MiB`
 	llamaLoad        = judge.LoadPrefix + `llama_model_loader: loaded meta data with`
