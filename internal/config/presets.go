@@ -85,19 +85,33 @@ var (
 	}
 )
 
-// Ollama v0.6.5 logs its placement at INFO (llm/server.go:
-// slog.Info("offload", "", estimate); llm/memory.go LogValue): "msg=offload
-// library=cpu layers.requested=-1 layers.model=3 layers.offload=0".
-// layers.model counts the output layer, as layers.offload does when all fit.
-// v0.12.11 prints no such line: a model on llama.cpp's runner gets
-// llama.cpp's load lines (the CPU's "load_tensors: CPU model buffer size",
-// a device's model buffer), and one on Ollama's own engine the line its
-// ggml backend writes "to mimic llama runner logs" (ml/backend/ggml/
-// ggml.go: "offloaded 0/3 layers to GPU", the output layer counted).
+// Ollama's scheduler logs its plan for a model at INFO before any runner
+// loads it: v0.6.5 as "msg=offload library=cuda ... layers.model=M
+// layers.offload=N" (llm/server.go: slog.Info("offload", "", estimate);
+// llm/memory.go LogValue), releases before v0.5.8 as "msg=\"offload to
+// cuda\" layers.requested=... layers.model=M layers.offload=N"
+// (llm/memory.go: log.Info("offload to "+m.inferenceLibrary, ...)). A plan
+// is not a placement: the runner can then find no usable library (its DEBUG
+// line "compatible gpu libraries" compatible=[], llm/server.go) and run on
+// the CPU. So a plan line names the slow route unless a line of its own
+// load names the fast route: the runner's placement, llama.cpp's load
+// lines (v0.6.5 and v0.12.11's llama.cpp runner log them at INFO) or the
+// line Ollama's own engine writes "to mimic llama runner logs" (v0.12.11
+// ml/backend/ggml/ggml.go: "offloaded 29/29 layers to GPU", the output
+// layer counted). Each plan, and v0.12.11's "loading model" line
+// (llm/server.go), starts a model load; llama.cpp's own "loaded meta
+// data" line is not one, as it comes after the plan it belongs to; the
+// load rule comes before the plan's own rule, so that the plan opens its
+// load before it is weighed in it. A plan on the CPU, or no compatible
+// library, is the slow route outright.
 var (
-	ollamaOffload       = judge.CountPrefix + `msg=offload library=\S+ layers\.requested=\S+ layers\.model=(?P<total>\d+) layers\.offload=(\d+)`
+	ollamaPlan          = `msg=(?:offload library=\S+|"offload to \w+") layers\.requested=`
+	ollamaPlanSlow      = judge.UnlessFastPrefix + ollamaPlan
+	ollamaPlanLoad      = judge.LoadPrefix + ollamaPlan
+	ollamaLoadingLoad   = judge.LoadPrefix + `msg="loading model" "model layers"=`
 	ollamaEngineOffload = judge.CountPrefix + `msg="offloaded (\d+)/(?P<total>\d+) layers to GPU"`
-	ollamaCPU           = `msg=offload library=cpu `
+	ollamaCPU           = `msg=(?:offload library=cpu |"offload to cpu")`
+	ollamaNoLibrary     = `msg="compatible gpu libraries" compatible=\[\]`
 )
 
 // OVMS logs the device it was given at DEBUG, among its CLI settings
@@ -175,10 +189,11 @@ var Presets = map[string]Preset{
 	"lemonade": {Health: "/v1/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
 		StatsPath: "/v1/stats", FastRoute: llamaFast, SlowRoute: llamaSlow},
 	// Ollama answers "Ollama is running" on /, turns thinking off in its
-	// OpenAI-compatible API with reasoning_effort "none", and logs where it
-	// put the layers, then its runner's llama.cpp load lines.
+	// OpenAI-compatible API with reasoning_effort "none", and logs its plan
+	// for the layers, then where its runner put them.
 	"ollama": {Health: "/", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingEffort,
-		FastRoute: append([]string{ollamaOffload, ollamaEngineOffload}, llamaFast...), SlowRoute: append([]string{ollamaCPU}, llamaSlow...)},
+		FastRoute: append([]string{ollamaEngineOffload}, llamaFast...),
+		SlowRoute: []string{ollamaCPU, ollamaNoLibrary, ollamaPlanLoad, ollamaPlanSlow, ollamaLoadingLoad, llamaCPUModel, llamaCPUHeavier}},
 	// The reference serve: the gate's own defaults, its count note first.
 	"1bit": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
 		FastRoute: DefaultFastRoute(), SlowRoute: DefaultSlowRoute()},
