@@ -136,15 +136,41 @@ var (
 // vLLM: CUDA graphs captured is the fast route; eager mode (the per-op
 // forward's analogue) and CPU attention backends are the slow route
 // (vllm/v1/worker/gpu_model_runner.py, vllm/config/vllm.py,
-// vllm/platforms/cuda.py and cpu.py).
+// vllm/platforms/cuda.py and cpu.py). Releases with the V0 engine said so
+// in other words: its model runner printed "Capturing cudagraphs for
+// decoding" (before v0.6.4: "Capturing the model for CUDA graphs") only
+// after asserting it was not in eager mode (vllm/worker/model_runner.py
+// capture_model), and its engine's config line carries enforce_eager=True
+// (vllm/engine/llm_engine.py). vLLM on the CPU says so as it starts: the
+// platform it detected (vllm/platforms/__init__.py: "Automatically
+// detected platform cpu."; DEBUG in recent releases), its CPU worker and
+// model runner (vllm/v1/worker/cpu_worker.py, cpu_model_runner.py, their
+// names in each line's prefix), the KV cache it sizes in host memory
+// (vllm/platforms/cpu.py: "VLLM_CPU_KVCACHE_SPACE not set. Using N GiB for
+// KV cache."; on MPS the line ends "on MPS"), and, before V1, the Torch
+// SDPA attention backend (vllm/attention/selector.py: "Using Torch SDPA
+// backend."). A dispatcher that has no graph keys says "No cudagraph will
+// be used" (vllm/v1/cudagraph_dispatcher.py); it is the slow route unless
+// graphs were captured, as a warm-up may dispatch before the capture.
 var (
-	vllmFast = []string{`Graph capturing finished in \d+ secs`}
+	vllmFast = []string{
+		`Graph capturing finished in \d+ secs`,
+		`Capturing cudagraphs for decoding`,
+		`Capturing the model for CUDA graphs`,
+	}
 	vllmSlow = []string{
 		`Enforce eager set, disabling torch\.compile and CUDAGraphs`,
 		`Cudagraph is disabled under eager mode`,
 		`Skipping CUDA graph capture`,
 		`Using (?:AttentionBackendEnum\.)?(?:TORCH_SDPA|CPU_ATTN)(?: attention)? backend`,
+		`Initializing an? (?:V\d )?LLM engine \(v[^)]*\) with config: .*enforce_eager=True`,
+		`Automatically detected platform cpu\.`,
+		`cpu_(?:model_runner|worker)\.py:\d+\]`,
+		`VLLM_CPU_KVCACHE_SPACE not set\. Using [\d.]+ GiB for KV cache\.`,
+		`Using Torch SDPA backend`,
+		vllmNoGraph,
 	}
+	vllmNoGraph = judge.UnlessFastPrefix + `No cudagraph will be used`
 	// vllm-ascend captures ACL graphs through the same capture_model and
 	// says "Replaying aclgraph" once a request replays one; eager mode and
 	// graph modes the NPU refuses are the slow route (vllm_ascend/platform.py,
@@ -154,6 +180,7 @@ var (
 		`Compilation disabled, using eager mode by default`,
 		`cudagraph_mode is not support on NPU\. falling back to NONE`,
 		`setting CUDAGraphMode to NONE`,
+		vllmNoGraph,
 	}, vllmSlow[:3]...)
 )
 

@@ -60,6 +60,23 @@ func TestPresetRoutes(t *testing.T) {
 		{"vllm", "eager", "WARNING 11-30 02:10:00 [vllm.py:1172] Enforce eager set, disabling torch.compile and CUDAGraphs. This is equivalent to setting -cc.mode=none -cc.cudagraph_mode=none\nINFO 11-30 02:10:00 [vllm.py:1401] Cudagraph is disabled under eager mode", "slow"},
 		{"vllm", "a CPU attention backend, forced", "INFO [cpu.py:120] Using AttentionBackendEnum.CPU_ATTN backend.", "slow"},
 		{"vllm", "a CPU attention backend, chosen", "INFO [cpu.py:120] Using TORCH_SDPA attention backend out of potential backends: ['TORCH_SDPA'].", "slow"},
+		// vLLM's V0 engine (vllm/worker/model_runner.py, vllm/engine/llm_engine.py).
+		{"vllm", "V0: graphs captured for decoding", "INFO 02-26 22:35:18 [model_runner.py:1442] Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is not static.", "fast"},
+		{"vllm", "V0, older: graphs captured", "INFO 12-08 09:22:16 model_runner.py:1402] Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model is not static.", "fast"},
+		{"vllm", "V0: eager in the engine's config", "INFO 08-02 09:46:46 [llm_engine.py:230] Initializing a V0 LLM engine (v0.9.3.dev0) with config: model='./Qwen3-1.7B/', quantization=None, enforce_eager=True, kv_cache_dtype=auto, device_config=cpu", "slow"},
+		{"vllm", "V0: not eager in the engine's config", "INFO 05-14 17:44:22 [llm_engine.py:240] Initializing a V0 LLM engine (v0.8.5.post1) with config: model='Qwen/Qwen3-14B', quantization=None, enforce_eager=False, kv_cache_dtype=auto", "neither"},
+		{"vllm", "V0: the Torch SDPA backend (the CPU)", "(VllmWorkerProcess pid=143) INFO 09-20 08:05:46 selector.py:128] Using Torch SDPA backend.", "slow"},
+		// vLLM on the CPU (vllm/platforms/__init__.py, cpu.py, vllm/v1/worker/).
+		{"vllm", "the CPU platform detected", "INFO 08-02 09:45:57 [__init__.py:244] Automatically detected platform cpu.", "slow"},
+		{"vllm", "the CUDA platform detected", "INFO 06-18 15:48:37 [__init__.py:244] Automatically detected platform cuda.", "neither"},
+		{"vllm", "the CPU model runner", "(EngineCore_DP0 pid=60) INFO 01-09 07:47:47 [cpu_model_runner.py:65] Warming up model for the compilation...", "slow"},
+		{"vllm", "the CPU worker", "(EngineCore_DP0 pid=41) INFO 01-08 12:18:24 [cpu_worker.py:86] \tOMP tid: 54, core 3", "slow"},
+		{"vllm", "the KV cache in host memory", "(EngineCore_DP0 pid=60) WARNING 01-09 07:48:12 [cpu.py:157] VLLM_CPU_KVCACHE_SPACE not set. Using 11.72 GiB for KV cache.", "slow"},
+		{"vllm", "the KV cache on MPS is not the CPU's", "WARNING [mps.py:80] VLLM_CPU_KVCACHE_SPACE not set. Using 8.00 GiB for KV cache on MPS. Set VLLM_CPU_KVCACHE_SPACE (in GiB) to override.", "neither"},
+		// A dispatcher with no graph keys, with and without a capture.
+		{"vllm", "no cudagraph, no capture", "WARNING 09-21 21:43:43 [cudagraph_dispatcher.py:102] cudagraph dispatching keys are not initialized. No cudagraph will be used.", "slow"},
+		{"vllm", "no cudagraph at a warm-up, then a capture", "WARNING 09-21 21:43:43 [cudagraph_dispatcher.py:102] cudagraph dispatching keys are not initialized. No cudagraph will be used.\nINFO 09-21 21:43:50 [gpu_model_runner.py:3468] Graph capturing finished in 38 secs, took 1.64 GiB", "fast"},
+		{"vllm-ascend", "no cudagraph, no capture", "(Worker_TP0 pid=552) WARNING 10-28 21:14:10 [cudagraph_dispatcher.py:106] cudagraph dispatching keys are not initialized. No cudagraph will be used.", "slow"},
 		// vllm-ascend.
 		{"vllm-ascend", "ACL graphs", "INFO [__init__.py:216] Platform plugin ascend is activated\nINFO [model_runner_v1.py:4862] Graph capturing finished in 30 secs, took 0.52 GiB\nINFO [acl_graph.py:252] Replaying aclgraph", "fast"},
 		{"vllm-ascend", "eager", "INFO [__init__.py:216] Platform plugin ascend is activated\nINFO [platform.py:969] Compilation disabled, using eager mode by default", "slow"},
