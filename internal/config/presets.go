@@ -127,8 +127,14 @@ var (
 		`\] target_device: (?:CPU|GPU|AUTO|HETERO|MULTI|BATCH)`,
 		`No device specified, using recommended device: CPU`,
 		`Initializing Language Model Continuous Batching servable`,
+		ovmsNoNPU,
 	}
-	ovmsHint = &Hint{
+	// At INFO, OVMS lists the devices OpenVINO found (src/modelmanager.cpp:
+	// "Available devices for Open VINO: CPU, GPU, NPU", joined with ", "):
+	// a list of CPUs, GPUs and GNAs alone has no NPU to run on. Another
+	// name (the NPU's older VPUX among them) leaves the line unread.
+	ovmsNoNPU = `Available devices for Open VINO: (?:(?:CPU|GPU(?:\.\d+)?|GNA)(?:, |$))+$`
+	ovmsHint  = &Hint{
 		Text: "OVMS names the device it was given only at DEBUG (\"target_device: NPU\"), and only when it serves from --model_path or --source_model, not --config_path: add --log_level DEBUG to --serve",
 	}
 )
@@ -184,6 +190,30 @@ var (
 	}, vllmSlow[:3]...)
 )
 
+// FastFlowLM's own failures to reach the NPU, beside flm validate's: the
+// NPU runtime (XRT) finding no device ("No such device with index '0'",
+// which flm prints as "Error:  No such device with index '0'"), and a
+// model that does not load (src/server/rest_handler.cpp, src/runner/
+// runner.cpp: header_print("ERROR", "Failed to load model: " ...), printed
+// "[ERROR]  Failed to load model: ..."): FLM has no other device, so a
+// model that is not loaded there is served nowhere.
+var flmSlow = []string{`No NPU device found`, `No XDNA2 NPU hardware detected`, `No such device with index`, `\[ERROR\] +Failed to load model: `}
+
+// Lemonade runs a model on one of its recipes. Its flm recipe runs
+// FastFlowLM, which has no device but the NPU, once flm validate passed
+// ("FLM NPU validation failed" otherwise), and says the server answers:
+// "(FastFlowLM) FastFlowLM is ready!" (src/cpp/server/backends/fastflowlm/
+// fastflowlm_server.cpp, wait_for_ready: server_name_ + " is ready!"; its
+// server was named "flm-server" before). Its llamacpp recipe prints
+// llama.cpp's lines, and Lemonade's Python server (8.x, src/lemonade/
+// tools/server/llamacpp.py) retries a model on the CPU when the GPU load
+// fails ("Loading X on GPU didn't work, re-attempting on CPU"), the CPU
+// llama-server (-ngl 0) prefixing its lines "LLAMA SERVER CPU:".
+var (
+	lemonadeFast = append([]string{`\(FastFlowLM\) (?:FastFlowLM|flm-server) is ready!`}, llamaFast...)
+	lemonadeSlow = append([]string{`FLM NPU validation failed`, `didn't work, re-attempting on CPU`, `LLAMA SERVER CPU: `}, llamaSlow...)
+)
+
 // Presets by name.
 var Presets = map[string]Preset{
 	"llama.cpp": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
@@ -209,12 +239,12 @@ var Presets = map[string]Preset{
 	// adds nothing, and gpt-oss warns of it. It reads no logprobs field and
 	// streams none (src/server/streaming_ostream_openai.hpp).
 	"flm": {Health: "/v1/models", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingThink,
-		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: []string{`No NPU device found`, `No XDNA2 NPU hardware detected`}, NoLogprobs: true},
+		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: flmSlow, NoLogprobs: true},
 	// Lemonade answers under /v1 (and /api/v1), and has its own figures of
 	// the last request at /v1/stats; its llamacpp recipe prints llama.cpp's
-	// lines.
+	// lines, its flm recipe its own.
 	"lemonade": {Health: "/v1/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
-		StatsPath: "/v1/stats", FastRoute: llamaFast, SlowRoute: llamaSlow},
+		StatsPath: "/v1/stats", FastRoute: lemonadeFast, SlowRoute: lemonadeSlow},
 	// Ollama answers "Ollama is running" on /, turns thinking off in its
 	// OpenAI-compatible API with reasoning_effort "none", and logs its plan
 	// for the layers, then where its runner put them.

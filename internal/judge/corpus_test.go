@@ -25,7 +25,12 @@ import (
 // corpusMisses are the logs whose verdict is known to differ from their
 // truth, each with its cause. A miss not listed fails the test, and so does
 // a listed one that no longer misses.
-var corpusMisses = map[string]string{}
+var corpusMisses = map[string]string{
+	"llama.cpp/beellama-157-default-verbosity": "llama-server at its default verbosity (3) prints no load line at all: neither route, with the -lv 4 hint in a run",
+	"lemonade/pr3167-flm-recipe-start":         "the excerpt ends as Lemonade starts flm serve, before it says FastFlowLM is ready",
+	"ovms/3557-phi4-npu-failed":                "the excerpt ends before the failure; OVMS's DEBUG dump of the CPU plugin's own configuration (EXECUTION_DEVICES: CPU) says nothing of where the model runs",
+	"vllm-ascend/13346-mla-full-decode-only":   "the excerpt ends before the capture: a graph mode set and graph memory profiled are a plan, not a capture",
+}
 
 type corpusLog struct {
 	preset, name, source, truth string
