@@ -151,7 +151,8 @@ var (
 // platform it detected (vllm/platforms/__init__.py: "Automatically
 // detected platform cpu."; DEBUG in recent releases), its CPU worker and
 // model runner (vllm/v1/worker/cpu_worker.py, cpu_model_runner.py, their
-// names in each line's prefix), the KV cache it sizes in host memory
+// names in each line's prefix, or the CPUWorker class named in a warning),
+// the KV cache it sizes in host memory
 // (vllm/platforms/cpu.py: "VLLM_CPU_KVCACHE_SPACE not set. Using N GiB for
 // KV cache."; on MPS the line ends "on MPS"), and, before V1, the Torch
 // SDPA attention backend (vllm/attention/selector.py: "Using Torch SDPA
@@ -171,7 +172,7 @@ var (
 		`Using (?:AttentionBackendEnum\.)?(?:TORCH_SDPA|CPU_ATTN)(?: attention)? backend`,
 		`Initializing an? (?:V\d )?LLM engine \(v[^)]*\) with config: .*enforce_eager=True`,
 		`Automatically detected platform cpu\.`,
-		`cpu_(?:model_runner|worker)\.py:\d+\]`,
+		`cpu_(?:model_runner|worker)\.py:\d+\]|vllm\.v1\.worker\.cpu_worker\.CPUWorker`,
 		`VLLM_CPU_KVCACHE_SPACE not set\. Using [\d.]+ GiB for KV cache\.`,
 		`Using Torch SDPA backend`,
 		vllmNoGraph,

@@ -71,6 +71,8 @@ func TestPresetRoutes(t *testing.T) {
 		{"vllm", "the CUDA platform detected", "INFO 06-18 15:48:37 [__init__.py:244] Automatically detected platform cuda.", "neither"},
 		{"vllm", "the CPU model runner", "(EngineCore_DP0 pid=60) INFO 01-09 07:47:47 [cpu_model_runner.py:65] Warming up model for the compilation...", "slow"},
 		{"vllm", "the CPU worker", "(EngineCore_DP0 pid=41) INFO 01-08 12:18:24 [cpu_worker.py:86] \tOMP tid: 54, core 3", "slow"},
+		{"vllm", "the CPU worker's class", "WARNING 06-04 11:40:26 [utils.py:2722] Methods determine_num_available_blocks,device_config not implemented in <vllm.v1.worker.cpu_worker.CPUWorker object at 0x30d0de070>", "slow"},
+		{"vllm", "the GPU worker's class", "WARNING 06-04 11:40:26 [utils.py:2722] Methods determine_num_available_blocks not implemented in <vllm.v1.worker.gpu_worker.Worker object at 0x30d0de070>", "neither"},
 		{"vllm", "the KV cache in host memory", "(EngineCore_DP0 pid=60) WARNING 01-09 07:48:12 [cpu.py:157] VLLM_CPU_KVCACHE_SPACE not set. Using 11.72 GiB for KV cache.", "slow"},
 		{"vllm", "the KV cache on MPS is not the CPU's", "WARNING [mps.py:80] VLLM_CPU_KVCACHE_SPACE not set. Using 8.00 GiB for KV cache on MPS. Set VLLM_CPU_KVCACHE_SPACE (in GiB) to override.", "neither"},
 		// A dispatcher with no graph keys, with and without a capture.
