@@ -122,13 +122,29 @@ var (
 // the NPU and for any device with --pipeline_type LM
 // (src/llm/servable_initializer.cpp).
 var (
-	ovmsNPU  = `\] target_device: NPU$`
+	ovmsFast = []string{
+		`\] target_device: NPU$`,
+		`, with target device: NPU \.\.\.$`,
+		ovmsExecutionNPU,
+	}
 	ovmsSlow = []string{
 		`\] target_device: (?:CPU|GPU|AUTO|HETERO|MULTI|BATCH)`,
 		`No device specified, using recommended device: CPU`,
 		`Initializing Language Model Continuous Batching servable`,
 		ovmsNoNPU,
+		`, with target device: (?:CPU|GPU|AUTO|HETERO|MULTI|BATCH)`,
+		`CompiledModel config key: EXECUTION_DEVICES, value: (?:CPU|GPU)`,
 	}
+	// A model OVMS compiles itself (src/modelinstance.cpp) is announced at
+	// INFO with the device it was given ("Loading model: m, version: 1,
+	// from path: p, with target device: NPU ..."), and at DEBUG the compiled
+	// model's own properties follow, EXECUTION_DEVICES among them: the
+	// device OpenVINO runs it on ("Model: m; version: 1; target device:
+	// AUTO, CompiledModel config key: EXECUTION_DEVICES, value: CPU"). The
+	// plugins' own configurations, also dumped at DEBUG ("OpenVINO Core
+	// plugin: CPU; plugin configuration: { ... EXECUTION_DEVICES: CPU ...
+	// }"), say nothing of a model and are not read.
+	ovmsExecutionNPU = `CompiledModel config key: EXECUTION_DEVICES, value: NPU$`
 	// At INFO, OVMS lists the devices OpenVINO found (src/modelmanager.cpp:
 	// "Available devices for Open VINO: CPU, GPU, NPU", joined with ", "):
 	// a list of CPUs, GPUs and GNAs alone has no NPU to run on. Another
@@ -230,7 +246,7 @@ var Presets = map[string]Preset{
 	// It rejects logprobs with stream: true ("logprobs are not supported in
 	// streaming mode.", src/llm/apis/openai_completions.cpp).
 	"ovms": {Health: "/v2/health/ready", ChatPath: "/v3/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: []string{ovmsNPU}, SlowRoute: ovmsSlow, Hint: ovmsHint, NoLogprobs: true},
+		FastRoute: ovmsFast, SlowRoute: ovmsSlow, Hint: ovmsHint, NoLogprobs: true},
 	// FastFlowLM runs on the NPU only; it has no health path, /v1/models
 	// answers once it is up. "NPU Locked!" is printed when a request gets
 	// the NPU (src/server/server.cpp); flm validate prints "No NPU device
