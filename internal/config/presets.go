@@ -132,8 +132,8 @@ var (
 		`No device specified, using recommended device: CPU`,
 		`Initializing Language Model Continuous Batching servable`,
 		ovmsNoNPU,
-		`, with target device: (?:CPU|GPU|AUTO|HETERO|MULTI|BATCH)`,
-		`CompiledModel config key: EXECUTION_DEVICES, value: (?:CPU|GPU)`,
+		judge.UnlessFastPrefix + `, with target device: (?:CPU|GPU|AUTO|HETERO|MULTI|BATCH)`,
+		judge.UnlessFastPrefix + `CompiledModel config key: EXECUTION_DEVICES, value: (?:CPU|GPU)`,
 	}
 	// A model OVMS compiles itself (src/modelinstance.cpp) is announced at
 	// INFO with the device it was given ("Loading model: m, version: 1,
@@ -143,7 +143,9 @@ var (
 	// AUTO, CompiledModel config key: EXECUTION_DEVICES, value: CPU"). The
 	// plugins' own configurations, also dumped at DEBUG ("OpenVINO Core
 	// plugin: CPU; plugin configuration: { ... EXECUTION_DEVICES: CPU ...
-	// }"), say nothing of a model and are not read.
+	// }"), say nothing of a model and are not read. A config can serve
+	// several models, an embedding model on the CPU beside the LLM: a model
+	// on the CPU is the slow route unless a line names the NPU.
 	ovmsExecutionNPU = `CompiledModel config key: EXECUTION_DEVICES, value: NPU$`
 	// At INFO, OVMS lists the devices OpenVINO found (src/modelmanager.cpp:
 	// "Available devices for Open VINO: CPU, GPU, NPU", joined with ", "):

@@ -94,6 +94,7 @@ func TestPresetRoutes(t *testing.T) {
 		{"ovms", "a model given the CPU", "[serving][info][modelinstance.cpp:1019] Loading model: resnet, version: 1, from path: /models/resnet/1, with target device: CPU ...", "slow"},
 		{"ovms", "a compiled model run on the NPU", "[modelmanager][debug][modelinstance.cpp:812] Model: resnet; version: 1; target device: NPU, CompiledModel config key: EXECUTION_DEVICES, value: NPU", "fast"},
 		{"ovms", "a compiled model AUTO runs on the CPU", "[modelmanager][debug][modelinstance.cpp:812] Model: resnet; version: 1; target device: AUTO:NPU,CPU, CompiledModel config key: EXECUTION_DEVICES, value: CPU", "slow"},
+		{"ovms", "an embedding model on the CPU beside an LLM given the NPU", "[serving][info][modelinstance.cpp:1019] Loading model: embed, version: 1, from path: /models/embed/1, with target device: CPU ...\n[serving][debug][server.cpp:139] target_device: NPU", "fast"},
 		{"ovms", "a plugin's own configuration names no model's device", "[modelmanager][debug][ov_utils.hpp:91] OpenVINO Core plugin: CPU; plugin configuration: { AVAILABLE_DEVICES: , EXECUTION_DEVICES: CPU, FULL_DEVICE_NAME: Intel(R) Core(TM) Ultra 7 258V }", "neither"},
 		{"ovms", "no NPU among OpenVINO's devices", "[2023-09-27 13:25:09.401][1][modelmanager][info][modelmanager.cpp:121] Available devices for Open VINO: CPU, GNA", "slow"},
 		{"ovms", "the CPU alone", "[modelmanager][info][modelmanager.cpp:143] Available devices for Open VINO: CPU", "slow"},
