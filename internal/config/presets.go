@@ -27,6 +27,9 @@ type Preset struct {
 	// path (it ignores or rejects the fields), so --top-logprobs defaults
 	// to 0; otherwise to DefaultTopLogprobs. docs/presets.md#logprobs.
 	NoLogprobs bool
+	// Energy is the order in which --energy auto tries the sensors, by the
+	// devices the serve runs on; nil tries energy.Kinds.
+	Energy []string
 }
 
 // Hint is a way to make a serve print its route evidence.
