@@ -48,10 +48,12 @@ func (s *Sensor) Busy() func() {
 	}
 }
 
-// reading is the counter's joules, or the power's watts, now.
-func (s *Sensor) reading(now time.Time) float64 {
+// reading is the counter's joules, or the power's watts, now: the time is
+// taken under the lock, so a counter never goes back.
+func (s *Sensor) reading() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
 	if s.Power {
 		if s.busy > 0 {
 			return s.BusyWatts
@@ -70,7 +72,7 @@ func (s *Sensor) Run(stop <-chan struct{}) error {
 	s.mu.Lock()
 	s.start = time.Now()
 	s.mu.Unlock()
-	if err := s.write(s.start); err != nil {
+	if err := s.write(); err != nil {
 		return err
 	}
 	t := time.NewTicker(s.Period)
@@ -79,8 +81,8 @@ func (s *Sensor) Run(stop <-chan struct{}) error {
 		select {
 		case <-stop:
 			return nil
-		case now := <-t.C:
-			if err := s.write(now); err != nil {
+		case <-t.C:
+			if err := s.write(); err != nil {
 				return err
 			}
 		}
@@ -88,9 +90,9 @@ func (s *Sensor) Run(stop <-chan struct{}) error {
 }
 
 // write replaces the file whole, so a reader never sees half a number.
-func (s *Sensor) write(now time.Time) error {
+func (s *Sensor) write() error {
 	tmp := filepath.Join(filepath.Dir(s.Path), "."+filepath.Base(s.Path)+".tmp")
-	v := s.reading(now) * 1e6
+	v := s.reading() * 1e6
 	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%.0f\n", v), 0o644); err != nil {
 		return err
 	}

@@ -34,7 +34,12 @@ func TestJudgeEnergy(t *testing.T) {
 			want: []string{`unavailable: "no energy source can be read here"; source "auto"`}},
 		{name: "unavailable, with a ceiling", e: &Energy{Why: "gone"}, ceiling: 1, row: true,
 			want: []string{`unavailable: "gone"; no net figure: --max-joules-per-token 1 cannot be judged`}},
-		{name: "no net, with a ceiling", e: func() *Energy { e := figures(); e.NetJPerToken, e.IdleW = nil, nil; e.Why = "no idle power measured: no net figure"; return e }(), ceiling: 5, row: true,
+		{name: "no net, with a ceiling", e: func() *Energy {
+			e := figures()
+			e.NetJPerToken, e.IdleW = nil, nil
+			e.Why = "no idle power measured: no net figure"
+			return e
+		}(), ceiling: 5, row: true,
 			want: []string{"gross 2.5 J/token (no net figure; 0.4 tokens/J)", "no net figure: --max-joules-per-token 5 cannot be judged"}},
 	}
 	for _, c := range cases {
