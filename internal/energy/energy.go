@@ -244,3 +244,27 @@ func (e Env) lookCmd() func(string) (string, error) {
 func DefaultEnv() Env {
 	return Env{Sys: "/sys", NVML: OpenNvidiaSMI(exec.LookPath), LookCmd: exec.LookPath}
 }
+
+// Found is whether one kind of source can be read here, by this user.
+type Found struct {
+	Kind string
+	Info Info   // when it can
+	Why  string // when it cannot
+}
+
+// Survey tries each kind of source auto can use, as this user, and says
+// which can be read and why each other cannot: npu-hold doctor's energy
+// lines.
+func Survey(env Env) []Found {
+	var out []Found
+	for _, kind := range Kinds {
+		src, err := openOne(Spec{Kind: kind}, env)
+		if err != nil {
+			out = append(out, Found{Kind: kind, Why: err.Error()})
+			continue
+		}
+		out = append(out, Found{Kind: kind, Info: src.Info()})
+		src.Close()
+	}
+	return out
+}
