@@ -188,9 +188,9 @@ func openOne(spec Spec, env Env) (Source, error) {
 	var err error
 	switch spec.Kind {
 	case "counter":
-		src, err = openFile(Info{Name: "counter:" + spec.Arg, Quantity: Counter, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: 10 * time.Millisecond}, spec.Arg, spec.Scale)
+		src, err = openFile(Info{Name: "counter:" + spec.Arg, Quantity: Counter, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: DefaultPoll}, spec.Arg, spec.Scale)
 	case "power":
-		src, err = openFile(Info{Name: "power:" + spec.Arg, Quantity: Power, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: 10 * time.Millisecond}, spec.Arg, spec.Scale)
+		src, err = openFile(Info{Name: "power:" + spec.Arg, Quantity: Power, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: DefaultPoll}, spec.Arg, spec.Scale)
 	case "hwmon":
 		src, err = openHwmon(env.sys(), spec.Arg)
 	case "rapl":
@@ -268,3 +268,8 @@ func Survey(env Env) []Found {
 	}
 	return out
 }
+
+// DefaultPoll is how often a meter reads a sensor that is cheap to read:
+// fast enough to see where a counter moves for sensors that update every
+// 100 ms or so, at about a hundredth of a core.
+const DefaultPoll = 20 * time.Millisecond

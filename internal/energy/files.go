@@ -115,7 +115,7 @@ func openHwmon(sys, name string) (Source, error) {
 			}
 			return " (" + clip(strings.TrimSpace(string(b)), 40) + ")"
 		}
-		info := Info{Name: "hwmon:" + n, Method: NotKnown, Poll: 10 * time.Millisecond}
+		info := Info{Name: "hwmon:" + n, Method: NotKnown, Poll: DefaultPoll}
 		if p := filepath.Join(d, "energy1_input"); exists(p) {
 			info.Quantity, info.Boundary = Counter, "the "+n+" device"+label("energy1_label")
 			return &fileSource{info: info, path: p, scale: 1e-6}, nil
@@ -161,7 +161,7 @@ func openRAPL(sys, dev string) (Source, error) {
 	if b, err := os.ReadFile(filepath.Join(d, "name")); err == nil {
 		zone = clip(strings.TrimSpace(string(b)), 40)
 	}
-	info := Info{Name: "rapl:" + dev, Quantity: Counter, Boundary: "CPU " + zone + " (RAPL; on an SoC its integrated GPU and NPU too)", Method: NotKnown, Poll: 10 * time.Millisecond}
+	info := Info{Name: "rapl:" + dev, Quantity: Counter, Boundary: "CPU " + zone + " (RAPL; on an SoC its integrated GPU and NPU too)", Method: NotKnown, Poll: DefaultPoll}
 	if r, err := readNumber(filepath.Join(d, "max_energy_range_uj")); err == nil {
 		info.Range = r * 1e-6
 	}

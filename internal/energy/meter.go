@@ -47,7 +47,7 @@ func (m *Meter) loop() {
 	defer close(m.done)
 	poll := m.info.Poll
 	if poll <= 0 {
-		poll = 10 * time.Millisecond
+		poll = DefaultPoll
 	}
 	t := time.NewTicker(poll)
 	defer t.Stop()

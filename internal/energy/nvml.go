@@ -74,7 +74,7 @@ func OpenNvidiaSMI(look func(string) (string, error)) func(dev int) (Source, err
 		}
 		s := &nvidiaSMI{cmd: cmd, cancel: cancel, done: make(chan struct{}),
 			info: Info{Name: fmt.Sprintf("nvml:%d", dev), Quantity: Power, Boundary: "the GPU board (nvidia-smi " + field + ")",
-				Method: NotKnown, Period: nvidiaSMIPeriod, Poll: 10 * time.Millisecond}}
+				Method: NotKnown, Period: nvidiaSMIPeriod, Poll: DefaultPoll}}
 		go s.read(bufio.NewScanner(stdout))
 		// The first line, so that Read has a value.
 		deadline := time.After(5 * time.Second)
