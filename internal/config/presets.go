@@ -27,6 +27,9 @@ type Preset struct {
 	// path (it ignores or rejects the fields), so --top-logprobs defaults
 	// to 0; otherwise to DefaultTopLogprobs. docs/presets.md#logprobs.
 	NoLogprobs bool
+	// Energy is the order in which --energy auto tries the sensors, by the
+	// devices the serve runs on; nil tries energy.Kinds.
+	Energy []string
 }
 
 // Hint is a way to make a serve print its route evidence.
@@ -238,9 +241,9 @@ var Presets = map[string]Preset{
 	"llama.cpp": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
 		FastRoute: llamaFast, SlowRoute: llamaSlow, Hint: llamaServerHint},
 	"vllm": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: vllmFast, SlowRoute: vllmSlow},
+		FastRoute: vllmFast, SlowRoute: vllmSlow, Energy: []string{"nvml", "hwmon"}},
 	"vllm-ascend": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: vllmAscendFast, SlowRoute: vllmAscendSlow},
+		FastRoute: vllmAscendFast, SlowRoute: vllmAscendSlow, Energy: []string{"npu-smi"}},
 	// OpenVINO Model Server: KServe health, OpenAI API under /v3. With no
 	// target device it picks one, never the NPU. Its Legacy servable runs
 	// on whatever device it is told (--pipeline_type LM), so that line is
@@ -248,7 +251,7 @@ var Presets = map[string]Preset{
 	// It rejects logprobs with stream: true ("logprobs are not supported in
 	// streaming mode.", src/llm/apis/openai_completions.cpp).
 	"ovms": {Health: "/v2/health/ready", ChatPath: "/v3/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: ovmsFast, SlowRoute: ovmsSlow, Hint: ovmsHint, NoLogprobs: true},
+		FastRoute: ovmsFast, SlowRoute: ovmsSlow, Hint: ovmsHint, NoLogprobs: true, Energy: []string{"hwmon", "rapl"}},
 	// FastFlowLM runs on the NPU only; it has no health path, /v1/models
 	// answers once it is up. "NPU Locked!" is printed when a request gets
 	// the NPU (src/server/server.cpp); flm validate prints "No NPU device
@@ -258,7 +261,7 @@ var Presets = map[string]Preset{
 	// adds nothing, and gpt-oss warns of it. It reads no logprobs field and
 	// streams none (src/server/streaming_ostream_openai.hpp).
 	"flm": {Health: "/v1/models", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingThink,
-		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: flmSlow, NoLogprobs: true},
+		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: flmSlow, NoLogprobs: true, Energy: []string{"hwmon", "rapl"}},
 	// Lemonade answers under /v1 (and /api/v1), and has its own figures of
 	// the last request at /v1/stats; its llamacpp recipe prints llama.cpp's
 	// lines, its flm recipe its own.

@@ -54,6 +54,10 @@ type Limits struct {
 	// Lead is the lead by which a sign count decides (Rule); 0 in a run
 	// made before the sequential rule, whose details then give no signs.
 	Lead int `json:"lead,omitempty"`
+	// MaxJoulesPerToken makes the energy row an assertion: the judged
+	// window's net joules per decoded token at most this. 0: the row is
+	// for people only.
+	MaxJoulesPerToken float64 `json:"max_joules_per_token,omitempty"`
 }
 
 // RateOf is the figure the rate assertion judges for one reply: its decode
@@ -95,6 +99,9 @@ type Input struct {
 	// Release is how the device was given back: the release assertion is
 	// added, failed, when it was not given back clean.
 	Release Release
+	// Energy is what the runner's energy sensor said of the judged window;
+	// nil with --energy off.
+	Energy *Energy
 }
 
 // Assertion is one line of the verdict.
@@ -102,6 +109,9 @@ type Assertion struct {
 	Name   string `json:"name"`
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"`
+	// Info marks a row that is there for people and judges nothing (the
+	// energy figures without a ceiling): it is always OK.
+	Info bool `json:"info,omitempty"`
 }
 
 // Verdict is the judgement of one run.
@@ -125,6 +135,9 @@ func Judge(in Input) Verdict {
 		if in.Reference != nil {
 			names = append(names, Agreement)
 		}
+		if in.Limits.MaxJoulesPerToken > 0 {
+			names = append(names, EnergyName)
+		}
 		for _, name := range names {
 			as = append(as, Assertion{Name: name, Detail: "no replies: " + why})
 		}
@@ -140,6 +153,9 @@ func Judge(in Input) Verdict {
 		}
 		if in.Reference != nil {
 			as = append(as, judgeAgreement(in))
+		}
+		if a, ok := judgeEnergy(in.Energy, in.Limits); ok {
+			as = append(as, a)
 		}
 	}
 	if a, ok := judgeRelease(in.Release); ok {
