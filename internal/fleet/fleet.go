@@ -255,17 +255,23 @@ func baselineOf(bl Baseline, dir string, l judge.Limits) (*judge.Baseline, strin
 }
 
 // Rejudge reads the run in dir and judges it from its evidence alone
-// (evidence.Judge) with the limits and route patterns given. A run that was
-// cancelled stays cancelled. note is what could not be read, if anything.
+// (evidence.Judge) with the limits and route patterns given, as a run
+// whatever kind it claims (evidence.AsRun). A run that was cancelled stays
+// cancelled. note is what could not be read, and a kind claimed, if any.
 func Rejudge(ctx context.Context, dir string, l judge.Limits, fast, slow []string, b *judge.Baseline) (res *report.Result, note string, err error) {
 	res, err = report.Read(dir)
 	if err != nil {
 		return nil, "", err
 	}
 	cancelled := res.Verdict == report.Cancelled
-	if err := evidence.Judge(ctx, dir, res, l, fast, slow, b); err != nil {
-		note = err.Error()
+	var notes []string
+	if claim := evidence.AsRun(res); claim != "" {
+		notes = append(notes, claim)
 	}
+	if err := evidence.Judge(ctx, dir, res, l, fast, slow, b); err != nil {
+		notes = append(notes, err.Error())
+	}
+	note = strings.Join(notes, "; ")
 	if cancelled {
 		res.Verdict = report.Cancelled
 	}
