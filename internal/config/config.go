@@ -407,6 +407,9 @@ func LoadBaseline(path string, l judge.Limits) (*judge.Baseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--baseline: %v; pass the result.json of an earlier run (e.g. the last release's artifact)", err)
 	}
+	if err := history.IsRun(r); err != nil {
+		return nil, fmt.Errorf("--baseline %s: %v; pass the result.json of an earlier run of npu-serve-smoke run", path, err)
+	}
 	rates, firstMS, _ := judge.Figures(r.Replies, l)
 	if len(rates) == 0 || len(firstMS) == 0 {
 		return nil, fmt.Errorf("--baseline %s holds no decode rate and first token to compare with (verdict %s); pass a run that measured some", path, r.Verdict)

@@ -200,6 +200,12 @@ func TestBaselineLoads(t *testing.T) {
 	if _, err := LoadBaseline(empty, c.Limits()); err == nil || !strings.Contains(err.Error(), "holds no decode rate and first token to compare with (verdict fail)") {
 		t.Errorf("LoadBaseline(no replies) = %v", err)
 	}
+	// A recording passed on its content and release alone: its slow
+	// route's rate would lower the bar.
+	recording := write("recording.json", strings.Replace(readFile(t, goodFile), `"verdict": "pass",`, `"verdict": "pass", "run": {"kind": "reference"},`, 1))
+	if _, err := LoadBaseline(recording, c.Limits()); err == nil || !strings.Contains(err.Error(), `it is a recording (run.kind "reference")`) {
+		t.Errorf("LoadBaseline(a recording) = %v, want it refused as a recording", err)
+	}
 	other := write("other.json", `{"schema": "other/v2"}`)
 	if _, err := LoadBaseline(other, c.Limits()); err == nil || !strings.Contains(err.Error(), `schema "other/v2"`) {
 		t.Errorf("LoadBaseline(foreign) = %v", err)
@@ -282,4 +288,13 @@ func TestApplyPreset(t *testing.T) {
 			t.Errorf("preset %s does not check: %v", name, err)
 		}
 	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
