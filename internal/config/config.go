@@ -432,7 +432,7 @@ func checkOut(dir string) error {
 	}
 	f.Close()
 	os.Remove(f.Name())
-	for _, pat := range []string{"result.json", "summary.md", "serve.log", "reply_*.json", "warmup_*.json"} {
+	for _, pat := range []string{"result.json", "summary.md", "serve.log", "reply_*.json", "warmup_*.json", "reference.json"} {
 		if m, _ := filepath.Glob(filepath.Join(dir, pat)); len(m) > 0 {
 			return fmt.Errorf("--out %s already holds a run (%s); pass an empty or new directory, so two runs' files do not mix", dir, filepath.Base(m[0]))
 		}

@@ -25,9 +25,11 @@ func TestReadTooManyReplies(t *testing.T) {
 		t.Errorf("ReadFile of a result.json with %d replies: %v; want %q", MaxReplies+1, err, want)
 	}
 
+	// reference.json is read only as result.json's digest names it.
 	dir = t.TempDir()
-	write(t, filepath.Join(dir, ResultFile), `{"schema":"`+Schema+`"}`)
-	write(t, filepath.Join(dir, ReferenceFile), `{"schema":"`+Schema+`","reference":{},"replies":`+empties+`}`)
+	ref := `{"schema":"` + Schema + `","reference":{},"replies":` + empties + `}`
+	write(t, filepath.Join(dir, ResultFile), `{"schema":"`+Schema+`","reference":{"file":"x","sha256":"`+digest([]byte(ref))+`"}}`)
+	write(t, filepath.Join(dir, ReferenceFile), ref)
 	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Read of a reference.json with %d replies: %v; want %q", MaxReplies+1, err, want)
 	}

@@ -316,20 +316,14 @@ func Read(dir string) (*Result, error) {
 		return nil, err
 	}
 	r.Replies = merge(r.Replies, replies)
-	// The reference's replies are in reference.json (result.json names it
-	// and what was checked); a run without one, or made before they were
-	// kept, has none.
-	ref, err := ReadReference(dir)
-	if err != nil {
-		return nil, err
-	}
-	if ref != nil {
-		r.Reference = ref
-	} else if r.Reference != nil {
-		// The agreement then has nothing to compare, and its detail names
-		// the reference by File: say why there.
-		r.Reference.Replies = nil
-		r.Reference.File += fmt.Sprintf(" (its replies are not in %s: pass --reference again)", ReferenceFile)
+	// The reference's replies are in reference.json, read only when
+	// result.json names a reference, and only as the run wrote it: without
+	// them the agreement has nothing to compare, and its detail names the
+	// reference by File, which says why.
+	if r.Reference != nil {
+		if r.Reference, err = readReference(dir, r.Reference); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
