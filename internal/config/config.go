@@ -275,6 +275,9 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	} else if p.Prompts, err = prompts.Load(c.Prompts); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.checkRunSize(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.checkReference(p); err != nil {
 		errs = append(errs, err)
 	}

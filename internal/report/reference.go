@@ -123,7 +123,7 @@ func digest(b []byte) string {
 // since the run wrote it, or of a run made before the digest was kept,
 // leaves the reference without replies, and its File says why (the
 // agreement then fails, naming it).
-func readReference(dir string, named *Reference) (*Reference, error) {
+func readReference(dir string, named *Reference, u *budget) (*Reference, error) {
 	path := filepath.Join(dir, ReferenceFile)
 	without := func(why string) *Reference {
 		ref := *named
@@ -143,6 +143,9 @@ func readReference(dir string, named *Reference) (*Reference, error) {
 		return without(fmt.Sprintf("%s records no digest of %s, so the file cannot be told to be the one this run compared with", ResultFile, ReferenceFile)), nil
 	case got != named.SHA256:
 		return without(fmt.Sprintf("%s is not the file this run compared with (sha256 %s..., not %s... as %s recorded)", ReferenceFile, got[:12], shortDigest(named.SHA256), ResultFile)), nil
+	}
+	if err := u.spend(path, b); err != nil {
+		return nil, err
 	}
 	if n := countReplies(b); n > MaxReplies {
 		return nil, tooManyReplies(path, n, MaxReplies)
