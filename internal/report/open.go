@@ -25,14 +25,16 @@ const MaxReplies = 65536
 // reference.json) and the JSON objects in them (each '{', strings'
 // included), as the history's extraction bounds an artifact. MaxFile alone
 // let ten reply files of just under 16 MiB (170 KB zipped) take 1.8 GB and
-// 21 s to re-judge. What the gate writes a token is an object of its own
-// and one a top alternative (at most 21 with --top-logprobs 20), about
-// 110 bytes each, indented: 128 MiB hold 1.2 million such objects, 58,000
-// tokens of top 20 (28 replies of 2048 tokens) or 190,000 of top 5 (93
-// of 2048); 4 million objects hold 570,000 tokens of top 5 in short texts.
+// 21 s to re-judge. The gate writes a token as an object of its own, one
+// for each top alternative (21 with --top-logprobs 20) and one for its
+// arrival, about 90 bytes each, indented: 128 MiB hold 1.4 million of
+// them, 63,000 tokens of top 20 (31 replies of 2048 tokens). Objects cost
+// memory more than bytes (an empty token "{}" is 3 bytes, decoded 56): 2
+// million of them are the most a directory of 128 MiB the gate wrote holds,
+// with room to spare. (config refuses a run asked for more: checkRunSize.)
 const (
 	MaxRunBytes   = 128 << 20
-	MaxRunObjects = 4_000_000
+	MaxRunObjects = 2_000_000
 )
 
 // runBounds is what is left to read of a run's directory.
