@@ -99,15 +99,15 @@ func fileSize(t testing.TB, path string) (int64, int) {
 //	NPU_SERVE_SMOKE_LARGEST_RUN=/tmp/largest go test -run TestWriteLargestRun ./internal/report
 //	/usr/bin/time -v npu-serve-smoke judge /tmp/largest/bytes
 //
-// Without the variable it checks only that a directory at the bounds is
-// read, of the cheaper shape.
+// Each is checked to be read whole. Without the variable it is skipped:
+// decoding two million objects takes a minute under -race on a loaded
+// machine, and TestReadRunBounds checks the bounds themselves.
 func TestWriteLargestRun(t *testing.T) {
 	root := os.Getenv("NPU_SERVE_SMOKE_LARGEST_RUN")
-	shapes := []string{"bytes", "objects"}
 	if root == "" {
-		root, shapes = t.TempDir(), []string{"objects"}
+		t.Skip("writes the largest run directories the bounds allow for measuring; set NPU_SERVE_SMOKE_LARGEST_RUN=DIR to write them there")
 	}
-	for _, shape := range shapes {
+	for _, shape := range []string{"bytes", "objects"} {
 		dir := filepath.Join(root, shape)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
