@@ -227,6 +227,7 @@ func Merge(ctx context.Context, base string, jobs []Job, dirs []string, l Limits
 		default:
 			row.State = Pass
 		}
+		letGo(row.Result)
 		m.Rows = append(m.Rows, row)
 	}
 	for _, d := range dirs {
@@ -235,6 +236,25 @@ func Merge(ctx context.Context, base string, jobs []Job, dirs []string, l Limits
 		}
 	}
 	return m
+}
+
+// letGo drops what a judged row no longer needs of its run: each reply's
+// tokens with their alternatives (most of a run's memory; the agreement is
+// judged by now), the warm-ups, the reference's replies. A merge of many
+// jobs, each at a run directory's bounds (report.MaxRunObjects), would
+// otherwise hold them all until the table is posted. The figures the table
+// shows (rates, first tokens, route, agreement) stay.
+func letGo(res *report.Result) {
+	if res == nil {
+		return
+	}
+	for i := range res.Replies {
+		res.Replies[i].Generated = nil
+	}
+	res.Warmups = nil
+	if res.Reference != nil {
+		res.Reference.Replies = nil
+	}
 }
 
 // baselineOf is the earlier run's medians as the row's limits judge them,
