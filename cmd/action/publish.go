@@ -9,6 +9,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/evidence"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
@@ -64,6 +65,10 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 			fmt.Fprintf(e.stderr, "npu-serve-smoke publish: bad input, nothing was posted:\n%s\n", indent(err.Error()))
 			return exitUsage
 		}
+	}
+	// So is its kind: every artifact is judged here as a run.
+	if claim := evidence.AsRun(res); claim != "" {
+		a.Warningf("%s", console.Text(claim))
 	}
 	// So is its reference.json: only --reference counts here.
 	res.Reference = nil

@@ -291,6 +291,9 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	} else if p.Prompts, err = prompts.Load(c.Prompts); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.checkRunSize(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.checkReference(p); err != nil {
 		errs = append(errs, err)
 	}
@@ -428,6 +431,9 @@ func LoadBaseline(path string, l judge.Limits) (*judge.Baseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--baseline: %v; pass the result.json of an earlier run (e.g. the last release's artifact)", err)
 	}
+	if err := history.IsRun(r); err != nil {
+		return nil, fmt.Errorf("--baseline %s: %v; pass the result.json of an earlier run of npu-serve-smoke run", path, err)
+	}
 	rates, firstMS, _ := judge.Figures(r.Replies, l)
 	if len(rates) == 0 || len(firstMS) == 0 {
 		return nil, fmt.Errorf("--baseline %s holds no decode rate and first token to compare with (verdict %s); pass a run that measured some", path, r.Verdict)
@@ -450,7 +456,7 @@ func checkOut(dir string) error {
 	}
 	f.Close()
 	os.Remove(f.Name())
-	for _, pat := range []string{"result.json", "summary.md", "serve.log", "reply_*.json", "warmup_*.json"} {
+	for _, pat := range []string{"result.json", "summary.md", "serve.log", "reply_*.json", "warmup_*.json", "reference.json"} {
 		if m, _ := filepath.Glob(filepath.Join(dir, pat)); len(m) > 0 {
 			return fmt.Errorf("--out %s already holds a run (%s); pass an empty or new directory, so two runs' files do not mix", dir, filepath.Base(m[0]))
 		}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 )
 
@@ -200,6 +202,12 @@ func TestBaselineLoads(t *testing.T) {
 	if _, err := LoadBaseline(empty, c.Limits()); err == nil || !strings.Contains(err.Error(), "holds no decode rate and first token to compare with (verdict fail)") {
 		t.Errorf("LoadBaseline(no replies) = %v", err)
 	}
+	// A recording passed on its content and release alone: its slow
+	// route's rate would lower the bar.
+	recording := write("recording.json", strings.Replace(readFile(t, goodFile), `"verdict": "pass",`, `"verdict": "pass", "run": {"kind": "reference"},`, 1))
+	if _, err := LoadBaseline(recording, c.Limits()); err == nil || !strings.Contains(err.Error(), `it is a recording (run.kind "reference")`) {
+		t.Errorf("LoadBaseline(a recording) = %v, want it refused as a recording", err)
+	}
 	other := write("other.json", `{"schema": "other/v2"}`)
 	if _, err := LoadBaseline(other, c.Limits()); err == nil || !strings.Contains(err.Error(), `schema "other/v2"`) {
 		t.Errorf("LoadBaseline(foreign) = %v", err)
@@ -281,5 +289,51 @@ func TestApplyPreset(t *testing.T) {
 		if _, err := c.Check(found("llama-server")); err != nil {
 			t.Errorf("preset %s does not check: %v", name, err)
 		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestCheckRunSize: a run whose replies its own readers would refuse
+// (report.MaxRunBytes, report.MaxRunObjects) is bad input, naming the
+// three inputs; the defaults, and a long run of a few replies, are not.
+func TestCheckRunSize(t *testing.T) {
+	tests := []struct {
+		name                    string
+		replies, tokens, top, w int
+		bad                     bool
+	}{
+		{"defaults", Default().MaxReplies, Default().MaxTokens, DefaultTopLogprobs, 1, false},
+		{"a long answer, top 5", 15, 4096, 5, 1, false},
+		{"many replies of 2048, top 5", 100, 2048, 5, 1, true},
+		{"the most replies", 65536, 128, 5, 1, true},
+		{"the most replies, no logprobs", 65536, 2, 0, 0, true},
+		{"top 20 of 2048", 10, 2048, 20, 1, false},
+		{"top 20 of 2048, more replies", 40, 2048, 20, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := good(t)
+			c.Replies, c.MaxReplies, c.MaxTokens, c.TopLogprobs, c.Warmup = 1, tt.replies, tt.tokens, tt.top, tt.w
+			err := c.checkRunSize()
+			want := fmt.Sprintf("--max-replies %d (or --replies), --max-tokens %d and --top-logprobs %d: the run's replies would come to about", tt.replies, tt.tokens, tt.top)
+			if tt.bad != (err != nil) || err != nil && !strings.Contains(err.Error(), want) {
+				size, objects := runSize(tt.replies, tt.w, tt.tokens, tt.top)
+				t.Errorf("checkRunSize() = %v (about %.0f bytes, %.0f objects); want bad %v", err, size, objects, tt.bad)
+			}
+		})
+	}
+	// Its figures are the gate's own encoding: a reply file of top 20
+	// written by the gate is about 2,300 bytes and 21 objects a token.
+	size, objects := runSize(1, 0, 1000-probe.ExtraTokens, 20)
+	if size/2000 < 1800 || size/2000 > 2800 || objects/2000 < 21 || objects/2000 > 23 {
+		t.Errorf("runSize of top 20 = %.0f bytes, %.0f objects a token; want about 2,300 and 22", size/2000, objects/2000)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
@@ -44,6 +45,24 @@ func Judge(ctx context.Context, dir string, res *report.Result, l judge.Limits, 
 		return fmt.Errorf("%v; the route is judged on an empty log", err)
 	}
 	return nil
+}
+
+// AsRun makes res the result of a run (report.KindRun), whatever kind its
+// result.json claims, and says what it claimed ("" when it claimed a run).
+// publish and the fleet merge judge every artifact as a run: a recording's
+// route, rate and first token are recorded, not judged (report.NotJudged),
+// so a kind read from an artifact would let its writer turn a failing run
+// into a pass with one field. Only `judge DIR` honours the run's kind.
+func AsRun(res *report.Result) string {
+	kind := res.Run.Kind
+	if kind == report.KindRun {
+		return ""
+	}
+	res.Run.Kind = report.KindRun
+	if len(kind) > 40 {
+		kind = kind[:40] + "..."
+	}
+	return fmt.Sprintf("%s says run.kind %s (a recording, whose route, rate and first token are not judged); it is judged as a run here: a recording is no verdict on the code", report.ResultFile, strconv.Quote(kind))
 }
 
 // scanLog scans the serve.log at path, as a run's file (report.Open), until

@@ -61,3 +61,30 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// TestAsRun: whatever kind an artifact's result.json claims, it is judged
+// as a run, and the claim is said, quoted and bounded.
+func TestAsRun(t *testing.T) {
+	for _, tc := range []struct {
+		kind, said string
+	}{
+		{report.KindRun, ""},
+		{report.KindReference, `result.json says run.kind "reference" (a recording, whose route, rate and first token are not judged); it is judged as a run here`},
+		{"Reference\n::error::x", `run.kind "Reference\n::error::x"`},
+		{strings.Repeat("k", 100), `run.kind "` + strings.Repeat("k", 40) + `..."`},
+	} {
+		res := &report.Result{Run: report.RunFacts{Kind: tc.kind}}
+		said := AsRun(res)
+		if res.Run.Kind != report.KindRun || (tc.said == "") != (said == "") || !strings.Contains(said, tc.said) {
+			t.Errorf("AsRun(kind %q) = %q, kind now %q; want kind %q and %q said", tc.kind, said, res.Run.Kind, report.KindRun, tc.said)
+		}
+	}
+	// Judged as a run, a slow route fails: the recording's "not judged"
+	// is gone.
+	res := &report.Result{Run: report.RunFacts{Kind: report.KindReference}, Limits: judge.Limits{Floor: 60, FirstTokenMS: 600, RateSource: judge.RateClient}}
+	AsRun(res)
+	res.Judged(judge.Judge(res.Input()))
+	if res.Pass() {
+		t.Errorf("a recording's result with no evidence, judged as a run: %s, want fail: %+v", res.Verdict, res.Assertions)
+	}
+}

@@ -227,6 +227,7 @@ func Merge(ctx context.Context, base string, jobs []Job, dirs []string, l Limits
 		default:
 			row.State = Pass
 		}
+		letGo(row.Result)
 		m.Rows = append(m.Rows, row)
 	}
 	for _, d := range dirs {
@@ -235,6 +236,25 @@ func Merge(ctx context.Context, base string, jobs []Job, dirs []string, l Limits
 		}
 	}
 	return m
+}
+
+// letGo drops what a judged row no longer needs of its run: each reply's
+// tokens with their alternatives (most of a run's memory; the agreement is
+// judged by now), the warm-ups, the reference's replies. A merge of many
+// jobs, each at a run directory's bounds (report.MaxRunObjects), would
+// otherwise hold them all until the table is posted. The figures the table
+// shows (rates, first tokens, route, agreement) stay.
+func letGo(res *report.Result) {
+	if res == nil {
+		return
+	}
+	for i := range res.Replies {
+		res.Replies[i].Generated = nil
+	}
+	res.Warmups = nil
+	if res.Reference != nil {
+		res.Reference.Replies = nil
+	}
 }
 
 // baselineOf is the earlier run's medians as the row's limits judge them,
@@ -255,17 +275,23 @@ func baselineOf(bl Baseline, dir string, l judge.Limits) (*judge.Baseline, strin
 }
 
 // Rejudge reads the run in dir and judges it from its evidence alone
-// (evidence.Judge) with the limits and route patterns given. A run that was
-// cancelled stays cancelled. note is what could not be read, if anything.
+// (evidence.Judge) with the limits and route patterns given, as a run
+// whatever kind it claims (evidence.AsRun). A run that was cancelled stays
+// cancelled. note is what could not be read, and a kind claimed, if any.
 func Rejudge(ctx context.Context, dir string, l judge.Limits, fast, slow []string, b *judge.Baseline) (res *report.Result, note string, err error) {
 	res, err = report.Read(dir)
 	if err != nil {
 		return nil, "", err
 	}
 	cancelled := res.Verdict == report.Cancelled
-	if err := evidence.Judge(ctx, dir, res, l, fast, slow, b); err != nil {
-		note = err.Error()
+	var notes []string
+	if claim := evidence.AsRun(res); claim != "" {
+		notes = append(notes, claim)
 	}
+	if err := evidence.Judge(ctx, dir, res, l, fast, slow, b); err != nil {
+		notes = append(notes, err.Error())
+	}
+	note = strings.Join(notes, "; ")
 	if cancelled {
 		res.Verdict = report.Cancelled
 	}

@@ -103,3 +103,28 @@ func TestMergeCancelledWhileJudging(t *testing.T) {
 		t.Errorf("Merge(cancelled while judging) row = %s %q, want a fail saying the merge was cancelled", got.State, got.Why)
 	}
 }
+
+// TestMergeKeepsNoTokens: once a row is judged, its tokens (each with its
+// alternatives: most of a run's memory) and warm-ups are let go; a merge of
+// many jobs at a run directory's bounds would otherwise hold them all until
+// the table is posted. What the table shows stays.
+func TestMergeKeepsNoTokens(t *testing.T) {
+	parent := t.TempDir()
+	j := Job{KeyModel: "m", KeyDevice: "npu"}
+	dir := run(t, parent, j, true)
+	os.WriteFile(filepath.Join(dir, "reply_1.json"), []byte(`{"n": 1, "first_ms": 250, "last_ms": 1520, "completion_tokens": 128, "content": "Paris",
+  "generated": [{"text": "Paris", "logprob": -0.1, "top": [{"text": "Paris", "logprob": -0.1}, {"text": "Lyon", "logprob": -3}]}]}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "result.json"), []byte(`{"schema": "npu-serve-smoke/v1", "verdict": "pass", "run": {"check_name": "`+j.CheckName(base)+`"},
+  "warmups": [{"n": 1, "warmup": true, "content": "x", "generated": [{"text": "x"}]}]}`), 0o644)
+	m := Merge(context.Background(), base, []Job{j}, []string{dir}, limits, nil)
+	r := m.Rows[0]
+	if r.State != Pass || r.Result == nil {
+		t.Fatalf("Merge() row = %+v, want a pass", r)
+	}
+	if len(r.Result.Replies) != 1 || r.Result.Replies[0].Generated != nil || r.Result.Warmups != nil {
+		t.Errorf("Merge() row keeps replies %+v and warm-ups %+v; want the reply without its tokens, no warm-ups", r.Result.Replies, r.Result.Warmups)
+	}
+	if v, ok := r.Rate(); !ok || v != 100 {
+		t.Errorf("Merge() row rate = %v, %v; want 100 tok/s", v, ok)
+	}
+}

@@ -122,11 +122,6 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 	g.logf("out: %s", out)
 	g.logf("prompt order: seed %d (--order-seed %d asks them in this order again)", seed, seed)
 	if ref := p.Reference; ref != nil {
-		// Kept beside the replies, so `judge DIR` judges the agreement
-		// again with no other file.
-		if err := report.WriteReference(out, ref); err != nil {
-			return nil, &SetupError{err}
-		}
 		g.logf("reference: %s", referenceLine(ref))
 	}
 
@@ -149,11 +144,29 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 		res.Verdict = report.Cancelled
 	}
 	res.Run.Finished = time.Now()
+	if err := writeReference(out, res); err != nil {
+		g.logf("error: writing the reference's replies to %s: %v", out, err)
+		res.Verdict = report.Fail
+	}
 	if err := report.Write(out, res); err != nil {
 		g.logf("error: writing the result to %s: %v", out, err)
 		res.Verdict = report.Fail
 	}
 	return res, nil
+}
+
+// writeReference keeps the reference's replies beside the run's,
+// out/reference.json, so `judge DIR` judges the agreement again with no
+// other file. It is written once the run is over, after every setup check
+// and with the serve stopped, and result.json records its digest (a copy of
+// the plan's reference, so the plan is left as it was).
+func writeReference(out string, res *report.Result) error {
+	if res.Reference == nil {
+		return nil
+	}
+	ref := *res.Reference
+	res.Reference = &ref
+	return report.WriteReference(out, &ref)
 }
 
 // measure holds the device, runs the serve, probes it and stops it, filling

@@ -355,6 +355,18 @@ func IsReference(res *report.Result) error {
 	return nil
 }
 
+// IsRun says why a result cannot be a baseline by its kind: a recording
+// (run.kind "reference", made by record) passed on its content and release
+// alone, its route, rate and first token recorded, not judged, so the
+// trusted slow route's rate would become the bar a run is held to, and
+// --floor-from-baseline would lower the floor to it.
+func IsRun(res *report.Result) error {
+	if res.Run.Kind != report.KindRun {
+		return &Unusable{fmt.Sprintf("it is a recording (run.kind %s), not a run the gate judged; a baseline is a run (a recording's route, rate and first token are recorded, not judged)", short(res.Run.Kind))}
+	}
+	return nil
+}
+
 // find is Find with the candidate's own test: accept says why a result that
 // is the same job's cannot serve.
 func (s *Source) find(ctx context.Context, name, tmp string, want Want, accept func(res *report.Result, from string) error) (*Found, error) {
@@ -512,8 +524,12 @@ func Serves(res *report.Result, from string, l judge.Limits) (*judge.Baseline, e
 	return Baseline(res, from, l)
 }
 
-// Baseline is a result's medians, figured as the limits judge them now.
+// Baseline is a result's medians, figured as the limits judge them now; a
+// recording is never one (IsRun).
 func Baseline(res *report.Result, from string, l judge.Limits) (*judge.Baseline, error) {
+	if err := IsRun(res); err != nil {
+		return nil, err
+	}
 	rates, firstMS, _ := judge.Figures(res.Replies, l)
 	if len(rates) == 0 || len(firstMS) == 0 {
 		return nil, &Unusable{fmt.Sprintf("%s holds no decode rate and first token to compare with (verdict %s)", from, res.Verdict)}

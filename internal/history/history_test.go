@@ -544,6 +544,7 @@ func TestFind(t *testing.T) {
 		"no result.json":    {Zip: zipOf(t, entry{name: "serve.log", body: "x"})},
 		"unsafe":            {Zip: zipOf(t, entry{name: "../result.json", body: result("Qwen3-0.6B", check)})},
 		"a run that failed": {Zip: zipOf(t, entry{name: "result.json", body: strings.Replace(result("Qwen3-0.6B", check), `"verdict": "pass"`, `"verdict": "fail"`, 1)})},
+		"a recording":       {Zip: zipOf(t, entry{name: "result.json", body: strings.Replace(result("Qwen3-0.6B", check), `"run": {`, `"run": {"kind": "reference", `, 1)})},
 		"no figures":        {Zip: zipOf(t, entry{name: "result.json", body: `{"schema": "npu-serve-smoke/v1", "verdict": "pass", "run": {"model": "Qwen3-0.6B", "check_name": "` + check + `"}}`})},
 	}
 	for why, art := range bad {
@@ -558,6 +559,9 @@ func TestFind(t *testing.T) {
 			}
 			if want := fmt.Sprintf("run %d (https://github.com/acme/serve/actions/runs/%d on release/1.9)", id, id); len(f.Skipped) != 1 || !strings.Contains(f.Skipped[0], want) {
 				t.Errorf("Find() skipped %q, want one naming %s", f.Skipped, want)
+			}
+			if why == "a recording" && (len(f.Skipped) != 1 || !strings.Contains(f.Skipped[0], `it is a recording (run.kind "reference")`)) {
+				t.Errorf("Find() skipped %q, want the recording skipped as one", f.Skipped)
 			}
 		})
 	}

@@ -32,6 +32,9 @@ const (
 	defaultTokenBound = 4096
 )
 
+// ExtraTokens is how many tokens past max_tokens a reply keeps at most.
+const ExtraTokens = extraTokens
+
 // logprobs is one choice's logprobs as the serves stream them:
 // {"content": [{"id", "token", "bytes", "logprob", "top_logprobs": [...]}]}
 // (llama.cpp's server gives ids; vLLM and Ollama do not).

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,53 @@ const MaxFile = 16 << 20
 // and decodes to a reply of about 1 KB. Without the bound a 16 MiB file of
 // empty replies takes over 5 GB to read.
 const MaxReplies = 65536
+
+// MaxRunBytes and MaxRunObjects bound a run's directory as a whole: the
+// bytes of the JSON files read from it (result.json, every reply_N.json,
+// reference.json) and the JSON objects in them (each '{', strings'
+// included), as the history's extraction bounds an artifact. MaxFile alone
+// let ten reply files of just under 16 MiB (170 KB zipped) take 1.8 GB and
+// 21 s to re-judge. The gate writes a token as an object of its own, one
+// for each top alternative (21 with --top-logprobs 20) and one for its
+// arrival, about 90 bytes each, indented: 128 MiB hold 1.4 million of
+// them, 63,000 tokens of top 20 (31 replies of 2048 tokens). Objects cost
+// memory more than bytes (an empty token "{}" is 3 bytes, decoded 56): 2
+// million of them are the most a directory of 128 MiB the gate wrote holds,
+// with room to spare. (config refuses a run asked for more: checkRunSize.)
+const (
+	MaxRunBytes   = 128 << 20
+	MaxRunObjects = 2_000_000
+)
+
+// runBounds is what is left to read of a run's directory.
+type runBounds struct {
+	bytes   int64
+	objects int
+}
+
+// budget is a run directory's bounds, spent file by file.
+type budget struct {
+	left, max runBounds
+}
+
+func newBudget(b runBounds) *budget { return &budget{left: b, max: b} }
+
+// spend takes the file at path, read as b, from what is left, before b is
+// decoded: past either bound is an error naming it.
+func (u *budget) spend(path string, b []byte) error {
+	if u == nil {
+		return nil
+	}
+	u.left.bytes -= int64(len(b))
+	u.left.objects -= bytes.Count(b, []byte("{"))
+	switch {
+	case u.left.bytes < 0:
+		return fmt.Errorf("%s: the files read with it come to more than the %d bytes a run's directory may hold (result.json, reply_N.json and reference.json together); it is not a directory the gate wrote, refused", path, u.max.bytes)
+	case u.left.objects < 0:
+		return fmt.Errorf("%s: the files read with it hold more than the %d JSON objects a run's directory may (result.json, reply_N.json and reference.json together); it is not a directory the gate wrote, refused", path, u.max.objects)
+	}
+	return nil
+}
 
 // countReplies is how many entries b's top-level "replies" array holds,
 // read without decoding them (their elements take no memory).

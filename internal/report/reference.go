@@ -1,12 +1,16 @@
 package report
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
@@ -42,6 +46,10 @@ type Reference struct {
 	// Replies are the reference's replies to the prompts this run can ask,
 	// each kept with what the agreement reads (KeepForAgreement).
 	Replies []measure.Reply `json:"-"`
+	// SHA256 is the digest of out/reference.json as the run wrote it
+	// (WriteReference; the file itself holds none): Read takes the replies
+	// back only from that file.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Checked is what a reference was checked to share with the run.
@@ -80,30 +88,63 @@ func KeepForAgreement(r measure.Reply) measure.Reply {
 }
 
 // WriteReference writes ref and its replies to dir/reference.json, refusing
-// to write more than MaxReference bytes: the file could not be read back.
+// to write more than MaxReference bytes: the file could not be read back. It
+// sets ref.SHA256 to the digest of the file written, for result.json: the
+// gate writes it once the run is over, before result.json.
 func WriteReference(dir string, ref *Reference) error {
+	file := *ref
+	file.SHA256 = ""
 	// Compact: a token with its top alternatives is a few objects, and
 	// indenting them takes a third more bytes.
-	b, err := json.Marshal(referenceFile{Schema: Schema, Reference: ref, Replies: ref.Replies})
+	b, err := json.Marshal(referenceFile{Schema: Schema, Reference: &file, Replies: ref.Replies})
 	if err != nil {
 		return err
 	}
 	if len(b)+1 > MaxReference {
 		return fmt.Errorf("the reference's replies come to %d bytes in %s, more than the %d a run's file may be; record the reference with fewer --max-replies or --max-tokens", len(b)+1, ReferenceFile, MaxReference)
 	}
-	return writeAtomic(filepath.Join(dir, ReferenceFile), append(b, '\n'))
+	b = append(b, '\n')
+	if err := writeAtomic(filepath.Join(dir, ReferenceFile), b); err != nil {
+		return err
+	}
+	ref.SHA256 = digest(b)
+	return nil
 }
 
-// ReadReference reads dir/reference.json as a run's file (ReadBounded: a
-// link, a FIFO or a file past MaxFile is refused); nil, nil when there is
-// none (a run without a reference, or made before references were kept).
-func ReadReference(dir string) (*Reference, error) {
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// readReference reads the replies of the reference named by named (the
+// reference of result.json) from dir/reference.json, as a run's file
+// (ReadBounded: a link, a FIFO or a file past MaxFile is an error). The file
+// is taken only when its digest is named.SHA256: a file missing, changed
+// since the run wrote it, or of a run made before the digest was kept,
+// leaves the reference without replies, and its File says why (the
+// agreement then fails, naming it).
+func readReference(dir string, named *Reference, u *budget) (*Reference, error) {
 	path := filepath.Join(dir, ReferenceFile)
+	without := func(why string) *Reference {
+		ref := *named
+		ref.Replies = nil
+		ref.File += " (" + why + ": pass --reference again)"
+		return &ref
+	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return without("its replies are not in " + ReferenceFile), nil
 	}
 	b, err := ReadBounded(path)
 	if err != nil {
+		return nil, err
+	}
+	switch got := digest(b); {
+	case named.SHA256 == "":
+		return without(fmt.Sprintf("%s records no digest of %s, so the file cannot be told to be the one this run compared with", ResultFile, ReferenceFile)), nil
+	case got != named.SHA256:
+		return without(fmt.Sprintf("%s is not the file this run compared with (sha256 %s..., not %s... as %s recorded)", ReferenceFile, got[:12], shortDigest(named.SHA256), ResultFile)), nil
+	}
+	if err := u.spend(path, b); err != nil {
 		return nil, err
 	}
 	if n := countReplies(b); n > MaxReplies {
@@ -116,6 +157,18 @@ func ReadReference(dir string) (*Reference, error) {
 	if f.Schema != Schema || f.Reference == nil {
 		return nil, fmt.Errorf("%s: schema %q, want %q; it was written by another tool or version", path, f.Schema, Schema)
 	}
-	f.Reference.Replies = f.Replies
+	f.Reference.Replies, f.Reference.SHA256 = f.Replies, named.SHA256
 	return f.Reference, nil
+}
+
+// shortDigest is the first 12 characters of a digest read from result.json,
+// quoted when it is not one.
+func shortDigest(s string) string {
+	if len(s) == 64 && strings.Trim(s, "0123456789abcdef") == "" {
+		return s[:12]
+	}
+	if len(s) > 12 {
+		s = s[:12]
+	}
+	return strconv.Quote(s)
 }

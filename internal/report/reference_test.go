@@ -3,6 +3,7 @@ package report
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,10 +131,15 @@ func TestNotJudged(t *testing.T) {
 func TestReferenceFile(t *testing.T) {
 	dir := t.TempDir()
 	r := withReference()
-	if err := Write(dir, r); err != nil {
+	// As the gate writes them: reference.json, then result.json with its
+	// digest.
+	if err := WriteReference(dir, r.Reference); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteReference(dir, r.Reference); err != nil {
+	if len(r.Reference.SHA256) != 64 {
+		t.Fatalf("WriteReference() set SHA256 %q, want the file's digest", r.Reference.SHA256)
+	}
+	if err := Write(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Read(dir)
@@ -157,10 +163,51 @@ func TestReferenceFile(t *testing.T) {
 		t.Errorf("Read() with reference.json a link: %v", err)
 	}
 	os.Remove(filepath.Join(dir, ReferenceFile))
-	os.WriteFile(filepath.Join(dir, ReferenceFile), []byte(`{"schema": "other/v1", "reference": {}}`), 0o644)
-	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), `schema "other/v1"`) {
-		t.Errorf("Read() with a foreign reference.json: %v", err)
+
+	// Any other file there is not the one the run compared with: not read,
+	// whatever it holds (a foreign file, the same reference with one reply
+	// changed), and said in the reference's File.
+	changed := *r.Reference
+	changed.Replies = slices.Clone(changed.Replies)
+	changed.Replies[0].Content = "changed"
+	other := t.TempDir()
+	if err := WriteReference(other, &changed); err != nil {
+		t.Fatal(err)
 	}
+	changedFile, _ := os.ReadFile(filepath.Join(other, ReferenceFile))
+	for name, body := range map[string][]byte{
+		"foreign": []byte(`{"schema": "other/v1", "reference": {}}`),
+		"changed": changedFile,
+	} {
+		os.WriteFile(filepath.Join(dir, ReferenceFile), body, 0o644)
+		got, err := Read(dir)
+		if err != nil || got.Reference == nil || got.Reference.Replies != nil ||
+			!strings.HasPrefix(got.Reference.File, "ref/result.json (reference.json is not the file this run compared with (sha256 ") ||
+			!strings.HasSuffix(got.Reference.File, "... as result.json recorded): pass --reference again)") {
+			t.Errorf("Read() with a %s reference.json = %+v, %v; want no replies, and why in its file", name, got.Reference, err)
+		}
+	}
+	// A result.json that records no digest (a run made before it was kept,
+	// or one edited): the file is not read.
+	r.Reference.SHA256 = ""
+	if err := Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, ReferenceFile), changedFile, 0o644)
+	if got, err := Read(dir); err != nil || got.Reference == nil || got.Reference.Replies != nil ||
+		!strings.Contains(got.Reference.File, "result.json records no digest of reference.json") {
+		t.Errorf("Read() of a result.json without a digest = %+v, %v; want no replies, and why in its file", got.Reference, err)
+	}
+	// A result.json that names no reference: reference.json is not read,
+	// and there is no agreement to judge.
+	r.Reference = nil
+	if err := Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Read(dir); err != nil || got.Reference != nil {
+		t.Errorf("Read() of a run without a reference, reference.json beside it = %+v, %v; want no reference", got.Reference, err)
+	}
+	r = withReference()
 
 	// More than a run's file may be is not written.
 	big := *r.Reference

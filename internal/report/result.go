@@ -298,8 +298,15 @@ var replyName = regexp.MustCompile(`^reply_(\d+)\.json$`)
 
 // Read reads a finished run's directory: result.json, with the replies taken
 // from the reply_N.json files (the evidence) when there are any. Each is read
-// with ReadBounded: a FIFO, a link or a file past MaxFile is an error.
+// with ReadBounded: a FIFO, a link or a file past MaxFile is an error; and
+// the files together are bounded by MaxRunBytes and MaxRunObjects.
 func Read(dir string) (*Result, error) {
+	return read(dir, runBounds{bytes: MaxRunBytes, objects: MaxRunObjects})
+}
+
+// read is Read within the bounds b.
+func read(dir string, b runBounds) (*Result, error) {
+	u := newBudget(b)
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v; pass the out directory of a run", dir, unwrapPath(err))
@@ -310,42 +317,40 @@ func Read(dir string) (*Result, error) {
 	if _, err := os.Stat(filepath.Join(dir, ResultFile)); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s holds no %s, so it is not the out directory of a finished run; pass the directory named on a run's \"out:\" line", dir, ResultFile)
 	}
-	r, err := readResult(filepath.Join(dir, ResultFile), syscall.O_NOFOLLOW)
+	r, err := readResult(filepath.Join(dir, ResultFile), syscall.O_NOFOLLOW, u)
 	if err != nil {
 		return nil, err
 	}
-	replies, err := readReplies(dir, MaxReplies)
+	replies, err := readReplies(dir, MaxReplies, u)
 	if err != nil {
 		return nil, err
 	}
 	r.Replies = merge(r.Replies, replies)
-	// The reference's replies are in reference.json (result.json names it
-	// and what was checked); a run without one, or made before they were
-	// kept, has none.
-	ref, err := ReadReference(dir)
-	if err != nil {
-		return nil, err
-	}
-	if ref != nil {
-		r.Reference = ref
-	} else if r.Reference != nil {
-		// The agreement then has nothing to compare, and its detail names
-		// the reference by File: say why there.
-		r.Reference.Replies = nil
-		r.Reference.File += fmt.Sprintf(" (its replies are not in %s: pass --reference again)", ReferenceFile)
+	// The reference's replies are in reference.json, read only when
+	// result.json names a reference, and only as the run wrote it: without
+	// them the agreement has nothing to compare, and its detail names the
+	// reference by File, which says why.
+	if r.Reference != nil {
+		if r.Reference, err = readReference(dir, r.Reference, u); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
 // ReadFile reads one result.json, the file a user named (a link is
-// followed): a regular file of at most MaxFile bytes.
+// followed): a regular file of at most MaxFile bytes and MaxRunObjects
+// objects.
 func ReadFile(path string) (*Result, error) {
-	return readResult(path, 0)
+	return readResult(path, 0, newBudget(runBounds{bytes: MaxRunBytes, objects: MaxRunObjects}))
 }
 
-func readResult(path string, flags int) (*Result, error) {
+func readResult(path string, flags int, u *budget) (*Result, error) {
 	b, err := readBounded(path, flags)
 	if err != nil {
+		return nil, err
+	}
+	if err := u.spend(path, b); err != nil {
 		return nil, err
 	}
 	if n := countReplies(b); n > MaxReplies {
@@ -380,7 +385,7 @@ func merge(fromResult, fromFiles []measure.Reply) []measure.Reply {
 	return out
 }
 
-func readReplies(dir string, most int) ([]measure.Reply, error) {
+func readReplies(dir string, most int, u *budget) ([]measure.Reply, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -402,6 +407,9 @@ func readReplies(dir string, most int) ([]measure.Reply, error) {
 		}
 		b, err := ReadBounded(filepath.Join(dir, e.Name()))
 		if err != nil {
+			return nil, err
+		}
+		if err := u.spend(filepath.Join(dir, e.Name()), b); err != nil {
 			return nil, err
 		}
 		var rep measure.Reply
