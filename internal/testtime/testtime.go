@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -93,8 +94,10 @@ func Copy(w io.Writer, r io.Reader) (Run, error) {
 	}
 	// A test that never ended (its package timed out or crashed): its
 	// output is what says why.
-	for _, b := range held {
-		io.WriteString(w, b.String())
+	for _, k := range slices.SortedFunc(maps.Keys(held), func(a, b [2]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	}) {
+		io.WriteString(w, held[k].String())
 	}
 	return run, sc.Err()
 }
