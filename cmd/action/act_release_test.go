@@ -110,7 +110,7 @@ jobs:
 	gitCommit(t, ws)
 
 	noGo := pathWithoutGo(t)
-	withGo := os.Environ()
+	goEnv := withGo()
 	// run runs the workflow with the action taken from actionTree and a
 	// fresh tool cache, which it returns.
 	// A lock directory of the test's own, not the machine's
@@ -218,7 +218,7 @@ jobs:
 
 	t.Run("no release of this source, built with Go", func(t *testing.T) {
 		rel.set(assetPath, good)
-		o, cache, err := run(branch, withGo)
+		o, cache, err := run(branch, goEnv)
 		if err != nil {
 			t.Fatalf("act: %v\n%s", err, tail(o, 60))
 		}
@@ -255,6 +255,36 @@ type released struct {
 	branch               string // that tree with one source line more
 }
 
+// releaseBuilt is the release build of the current source, made once for
+// the package: every test of a release takes its bytes (a release build is
+// a build of its own, not the tests' -race one, and the slowest thing these
+// tests do).
+var releaseBuilt struct {
+	once sync.Once
+	good []byte
+	err  error
+}
+
+// releaseBuild builds the gate of the tree at root as a release of version
+// for this machine's arch, the first time it is called, and returns its
+// bytes.
+func releaseBuild(root, version string) ([]byte, error) {
+	releaseBuilt.once.Do(func() {
+		dir, err := os.MkdirTemp("", "npu-serve-smoke-release")
+		if err != nil {
+			releaseBuilt.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		bin := filepath.Join(dir, "npu-serve-smoke")
+		if releaseBuilt.err = release.Build(context.Background(), root, release.Commands[0], version, runtime.GOARCH, bin); releaseBuilt.err != nil {
+			return
+		}
+		releaseBuilt.good, releaseBuilt.err = os.ReadFile(bin)
+	})
+	return releaseBuilt.good, releaseBuilt.err
+}
+
 func newReleased(t testing.TB, dir string) released {
 	t.Helper()
 	root, err := filepath.Abs("../..")
@@ -264,10 +294,10 @@ func newReleased(t testing.TB, dir string) released {
 	r := released{version: "v9.9.9", arch: map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]}
 	r.asset = release.Asset("npu-serve-smoke", r.version, runtime.GOARCH)
 	r.bin = filepath.Join(dir, r.asset)
-	if err := release.Build(context.Background(), root, release.Commands[0], r.version, runtime.GOARCH, r.bin); err != nil {
+	if r.good, err = releaseBuild(root, r.version); err != nil {
 		t.Fatal(err)
 	}
-	if r.good, err = os.ReadFile(r.bin); err != nil {
+	if err := os.WriteFile(r.bin, r.good, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// The released tree: the work tree plus the checksums.txt the release

@@ -210,7 +210,7 @@ func hasInOrder(line, words []string) bool {
 // CI must run as the README gives it.
 func SetUp(words []string) bool {
 	switch words[0] {
-	case ".ci/tools", "cd":
+	case ".ci/tools", ".ci/ollama", "cd":
 		return true
 	case "go":
 		return len(words) > 1 && (words[1] == "test" || words[1] == "mod")

@@ -312,6 +312,7 @@ func Hold(words []string) ([]string, bool) {
 var Others = map[string]string{
 	"go":               "the Go tool: set-up and test commands are checked against .ci/run",
 	".ci/tools":        "checked against .ci/run",
+	".ci/ollama":       "checked against .ci/run",
 	"cd":               "checked against .ci/run where the README names it",
 	"curl":             "a release's download (docs/runner.md): the release workflow's assets",
 	"sha256sum":        "a release's checksums (docs/runner.md, docs/releasing.md)",

@@ -67,9 +67,9 @@ func TestPages(t *testing.T) {
 			}
 		}
 	}
-	// go mod download, .ci/tools, go test -race ./..., cd realserve, go test ./...
-	if setUp < 5 {
-		t.Errorf("the README names %d set-up and test commands, want at least 5 (go mod download, .ci/tools, the two test commands)", setUp)
+	// go mod download, .ci/tools, go test -race ./..., .ci/ollama, cd realserve, go test ./...
+	if setUp < 6 {
+		t.Errorf("the README names %d set-up and test commands, want at least 6 (go mod download, .ci/tools, .ci/ollama, the two test commands)", setUp)
 	}
 	// Every preset is in action.yml's preset input and in the presets table.
 	action, err := os.ReadFile(filepath.Join(root, "action.yml"))
@@ -217,12 +217,13 @@ func TestRead(t *testing.T) {
 }
 
 func TestInCI(t *testing.T) {
-	ci := "bash .ci/tools\nGOFLAGS=-p=1 go test -race ./...\n(\n\tcd realserve\n\tgo test -count=1 -v ./...\n)\n"
+	ci := "bash .ci/tools\ngo test -race -json ./... | go run .ci/testtime.go\nbash .ci/ollama\n(\n\tcd realserve\n\tgo test -count=1 -v ./...\n)\n"
 	for _, tt := range []struct {
 		words []string
 		want  bool
 	}{
 		{[]string{".ci/tools"}, true},
+		{[]string{".ci/ollama"}, true},
 		{[]string{"go", "test", "-race", "./..."}, true},
 		{[]string{"cd", "realserve"}, true},
 		{[]string{"go", "test", "./..."}, true},
@@ -375,5 +376,38 @@ func TestCitations(t *testing.T) {
 		for _, err := range CheckCitations(p) {
 			t.Error(err)
 		}
+	}
+}
+
+// TestCIRunsTheTestCommandWithGoTestsDefaults: .ci/run runs the README's
+// test command with go test's own parallelism and timeout, as a newcomer
+// runs it: no -p, -timeout or -parallel on its line, and no GOFLAGS set for
+// it, so a suite that only passes with more time fails in CI first.
+func TestCIRunsTheTestCommandWithGoTestsDefaults(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, ".ci/run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		if regexp.MustCompile(`\bGOFLAGS=[^ ]*(-p\b|-timeout|-parallel)`).MatchString(l) {
+			t.Errorf(".ci/run sets GOFLAGS with a test timeout or parallelism: %q", l)
+		}
+		if !InCI([]string{"go", "test", "-race", "./..."}, l) || strings.Contains(l, "-run") {
+			continue
+		}
+		found = true
+		for _, f := range strings.Fields(l) {
+			if f == "-p" || strings.HasPrefix(f, "-p=") || strings.HasPrefix(f, "-timeout") || strings.HasPrefix(f, "-parallel") || strings.HasPrefix(f, "GOFLAGS=") {
+				t.Errorf(".ci/run runs the README's test command with %s of its own: %q", f, l)
+			}
+		}
+	}
+	if !found {
+		t.Error(".ci/run does not run the README's test command (go test -race ./...)")
 	}
 }

@@ -109,6 +109,30 @@ func (e env) start(t *testing.T, id string, extra ...string) (*exec.Cmd, *bufio.
 
 func (e env) device() *Device { return &Device{Dir: e.dir, Name: "npu"} }
 
+// hasTicket says whether the contender started with this command holds
+// or waits: a ticket whose facts name it.
+func (e env) hasTicket(command string) bool {
+	st, err := e.device().Status()
+	if err != nil {
+		return false
+	}
+	if st.Holder != nil && st.Holder.Command == command {
+		return true
+	}
+	return slices.ContainsFunc(st.Queue, func(f Facts) bool { return f.Command == command })
+}
+
+// recorded says whether contender id has recorded what (start, end).
+func (e env) recorded(id, what string) bool {
+	b, _ := os.ReadFile(e.record)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.HasPrefix(line, id+" "+what+" ") {
+			return true
+		}
+	}
+	return false
+}
+
 // eventually waits up to a minute for cond: processes on a loaded machine
 // take their time, and the test asserts order, never speed.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -153,20 +177,13 @@ func TestFirstComeFirstServed(t *testing.T) {
 		cmd, _ := e.start(t, strconv.Itoa(i), "HOLD_FOR=30ms")
 		cmds = append(cmds, cmd)
 		// The next starts once this one has its ticket: one after another.
-		eventually(t, fmt.Sprintf("contender %d in the queue", i), func() bool {
-			st, err := e.device().Status()
-			if err != nil {
-				return false
-			}
-			n := len(st.Queue)
-			if st.Holder != nil {
-				n++
-			}
-			ended := 0
-			if b, err := os.ReadFile(e.record); err == nil {
-				ended = strings.Count(string(b), " end ")
-			}
-			return n+ended >= i+1
+		// Its arrival is known from its own ticket (its facts, holding or
+		// waiting) or, once it has held and gone, from its own start in
+		// the record; never from counts, which a holder that has recorded
+		// its end but not yet released would fill twice.
+		id := strconv.Itoa(i)
+		eventually(t, fmt.Sprintf("contender %d has its ticket", i), func() bool {
+			return e.hasTicket("contender "+id) || e.recorded(id, "start")
 		})
 	}
 	for i, cmd := range cmds {
