@@ -36,7 +36,26 @@ func (f *fileSource) Read() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return v * f.scale, nil
+	return bounded(f.info, v*f.scale)
+}
+
+// Bounds on what a sensor may say: a megawatt, and an exajoule of counter
+// (a µJ counter of 2^64 is 1.8e13 J). Past them a reading is garbage, and
+// the figures made of it would overflow.
+const (
+	maxWatts  = 1e6
+	maxJoules = 1e18
+)
+
+func bounded(info Info, v float64) (float64, error) {
+	limit, unit := maxJoules, "J"
+	if info.Quantity == Power {
+		limit, unit = maxWatts, "W"
+	}
+	if v > limit {
+		return 0, fmt.Errorf("a reading of %.4g %s is past what a sensor can say (%.0g %s)", v, unit, limit, unit)
+	}
+	return v, nil
 }
 
 // maxFile bounds what is read of a sensor's file: a number and a newline.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
@@ -217,6 +218,29 @@ func Figures(info Info, s []Sample, readErr error, w Window, tokens int) judge.E
 			window, window/p.Seconds(), p.Round(time.Millisecond), judge.MinPeriods)
 	}
 	e.Why = joinWhy(whys)
+	return finite(e)
+}
+
+// finite drops any figure that is not a finite number (JSON has none), and
+// says so: what the gate writes it can read back.
+func finite(e judge.Energy) judge.Energy {
+	var bad []string
+	for _, f := range []struct {
+		name string
+		v    **float64
+	}{{"window_s", &e.WindowS}, {"joules", &e.Joules}, {"idle_w", &e.IdleW}, {"idle_before_w", &e.IdleBeforeW},
+		{"idle_after_w", &e.IdleAfterW}, {"gross_j_per_token", &e.GrossJPerToken}, {"net_j_per_token", &e.NetJPerToken}, {"tokens_per_joule", &e.TokensPerJoule}} {
+		if *f.v != nil && (math.IsNaN(**f.v) || math.IsInf(**f.v, 0)) {
+			bad = append(bad, f.name)
+			*f.v = nil
+		}
+	}
+	if math.IsNaN(e.PeriodMS) || math.IsInf(e.PeriodMS, 0) {
+		e.PeriodMS = 0
+	}
+	if len(bad) > 0 {
+		e.Why = joinWhy(append([]string{e.Why}[:min(1, len(e.Why))], "not finite, dropped: "+strings.Join(bad, ", ")))
+	}
 	return e
 }
 

@@ -1,6 +1,7 @@
 package energy
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -214,6 +215,25 @@ func TestFiguresWithout(t *testing.T) {
 	e = Figures(info, []Sample{{at(0), 0}, {at(1), 100}, {at(2), 101}, {at(3), 201}}, nil, Window{Start: at(1), End: at(2), IdleBefore: [2]time.Time{at(0), at(1)}}, 1)
 	if e.NetJPerToken == nil || *e.NetJPerToken >= 0 || !strings.Contains(e.Why, "below 0") {
 		t.Errorf("negative net: %+v", e)
+	}
+}
+
+// TestFinite: figures that overflow are dropped with the reason, so
+// result.json can be written and read back.
+func TestFinite(t *testing.T) {
+	info := Info{Name: "c", Quantity: Counter, Range: math.MaxFloat64}
+	s := []Sample{{at(0), 0}, {at(1), 1.7e308}, {at(2), 1}, {at(3), 1.7e308}, {at(4), 1.75e308}}
+	e := Figures(info, s, nil, Window{Start: at(0.5), End: at(2.5), IdleBefore: [2]time.Time{at(0), at(0.5)}}, 1)
+	for _, v := range []*float64{e.Joules, e.IdleW, e.GrossJPerToken, e.NetJPerToken, e.TokensPerJoule, e.WindowS} {
+		if v != nil && (math.IsInf(*v, 0) || math.IsNaN(*v)) {
+			t.Fatalf("a figure not finite kept: %+v", e)
+		}
+	}
+	if !strings.Contains(e.Why, "not finite, dropped: ") {
+		t.Errorf("why %q", e.Why)
+	}
+	if _, err := json.Marshal(e); err != nil {
+		t.Errorf("result.json's energy cannot be written: %v", err)
 	}
 }
 

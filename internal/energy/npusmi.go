@@ -84,7 +84,11 @@ func (s *npuSMI) Read() (float64, error) {
 	if m == nil {
 		return 0, fmt.Errorf("npu-smi printed no power line this time: %q", clip(string(out), 200))
 	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		return 0, err
+	}
+	return bounded(s.info, v)
 }
 
 // limited keeps the first n bytes written to it and drops the rest.

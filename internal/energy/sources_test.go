@@ -110,6 +110,11 @@ func TestHwmon(t *testing.T) {
 	if v, err := src.Read(); err != nil || v != 45 {
 		t.Errorf("45 W in µW: %v %v", v, err)
 	}
+	// A reading past what a sensor can say is an error, not a figure.
+	write(t, filepath.Join(h, "hwmon1", "power1_average"), "1e300\n")
+	if _, err := src.Read(); err == nil || !strings.Contains(err.Error(), "past what a sensor can say") {
+		t.Errorf("1e300 µW: %v", err)
+	}
 	// An energy counter wins over power.
 	write(t, filepath.Join(h, "hwmon1", "energy1_input"), "5000000\n")
 	src, _ = openHwmon(sys, "amdgpu")
