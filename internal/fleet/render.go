@@ -84,11 +84,11 @@ func (m *Merged) anyReference() bool {
 	return false
 }
 
-// anyEnergy reports whether a row has energy figures: the merged table
-// then has an energy column.
+// anyEnergy reports whether a row has joules per token: the merged table
+// then has an energy column. Rows whose runner has no sensor add none.
 func (m *Merged) anyEnergy() bool {
 	for i := range m.Rows {
-		if r := m.Rows[i].Result; r != nil && r.Energy != nil {
+		if r := m.Rows[i].Result; r != nil && r.Energy != nil && r.Energy.GrossJPerToken != nil {
 			return true
 		}
 	}

@@ -105,3 +105,38 @@ func TestMarkdownAgreement(t *testing.T) {
 		t.Errorf("Markdown() without references has an agreement column:\n%s", md)
 	}
 }
+
+// The energy column: there when a row has joules per token, each row's net
+// figure (else gross, else unavailable), and none when no runner had a
+// sensor.
+func TestMarkdownEnergy(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	net := resultAt(90)
+	net.Energy = &judge.Energy{Source: "nvml:0", GrossJPerToken: f(2), NetJPerToken: f(1.25)}
+	gross := resultAt(90)
+	gross.Energy = &judge.Energy{Source: "rapl:0", GrossJPerToken: f(3)}
+	none := resultAt(90)
+	none.Energy = &judge.Energy{Source: "auto", Why: "no energy source can be read here"}
+	m := &Merged{Base: "npu serve smoke", Rows: []Row{
+		{Job: Job{"model": "a", "device": "npu"}, State: Pass, Result: net},
+		{Job: Job{"model": "b", "device": "npu"}, State: Pass, Result: gross},
+		{Job: Job{"model": "c", "device": "npu"}, State: Pass, Result: none},
+		{Job: Job{"model": "d", "device": "npu"}, State: Pass, Result: resultAt(90)},
+	}}
+	md := m.Markdown(65536, nil)
+	for _, want := range []string{
+		"| route | against the baseline | energy |\n|---|---|---|---:|---:|---|---|---:|\n",
+		"| a | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | 1.25 J/token net (nvml:0) |\n",
+		"| b | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | 3 J/token gross (rapl:0) |\n",
+		"| c | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | unavailable |\n",
+		"| d | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | — |\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
+	}
+	m.Rows = m.Rows[2:]
+	if md := m.Markdown(65536, nil); strings.Contains(md, "energy") {
+		t.Errorf("Markdown() with no sensor on any runner has an energy column:\n%s", md)
+	}
+}
