@@ -23,6 +23,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
 )
 
 // Grace periods between TERM and KILL: a serve with a stream still open can
@@ -69,7 +70,8 @@ type poolTicket interface {
 
 // lease is what the serve gets of the held devices: the ticket's
 // descriptors, the devices' names for {device} and {devices}, and its
-// environment (nil: the gate's own).
+// environment (serveenv.Build: the allow-list, what it was given, its
+// devices).
 type lease struct {
 	files   []*os.File
 	devices []string
@@ -167,16 +169,20 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 		return nil
 	}
 	held := lease{devices: []string{g.Plan.Device}}
+	var devEnv []string
 	if ticket != nil {
 		defer g.releaseDevice(ticket, res, time.Now())
 		held.files = ticket.Files()
 		if pt, ok := ticket.(poolTicket); ok {
-			held.devices, held.env = pt.Names(), append(os.Environ(), pt.Env()...)
+			held.devices, devEnv = pt.Names(), pt.Env()
 			if g.Plan.Count > 1 {
 				res.Hold.Devices = held.devices
 			}
 		}
 	}
+	// The serve gets the allow-list, what it was given, and its devices:
+	// never the token, the inputs or the runner's file commands.
+	held.env = serveenv.Build(os.Environ(), g.Plan.ServeEnv, g.Plan.ServeEnvPass, devEnv)
 
 	// The port, once the device is ours: a port held by the run before this
 	// one is free by now.

@@ -238,7 +238,10 @@ func (s site) gateArgs(gate, out string, fakellm ...string) []string {
 		serve += " " + strings.Join(fakellm, " ")
 	}
 	return []string{gate, "run", "--serve", serve, "--replies", "2", "--max-replies", "2", "--max-tokens", "8", "--warmup", "0",
-		"--rate-source", "server", "--out", out, "--ready-timeout", "1m"}
+		"--rate-source", "server", "--out", out, "--ready-timeout", "1m",
+		// The serve starts with the allow-list: the mark is passed by name,
+		// so every process of the serve's tree carries it.
+		"--serve-env-pass", "RUNNERENV_MARK"}
 }
 
 func (s site) started() bool {
