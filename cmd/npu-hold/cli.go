@@ -21,6 +21,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
@@ -34,9 +35,12 @@ const (
 )
 
 const usage = `usage:
-  npu-hold [--device npu] [--count 1] [--wait 30m] [--lock-dir DIR] [--pools FILE] [--] CMD ARGS...
+  npu-hold [--device npu] [--count 1] [--wait 30m] [--lock-dir DIR] [--pools FILE]
+           [--env NAME=VALUE]... [--env-pass NAME]... [--] CMD ARGS...
         run CMD holding the device's ticket (or count devices of the pool); returns CMD's
-        exit status. CMD gets NPU_HOLD_DEVICES, and the pool's vendor variable.
+        exit status. CMD gets NPU_HOLD_DEVICES, and the pool's vendor variable. Inside a
+        GitHub Actions step CMD's environment is an allow-list (no token, input or file
+        command of the runner) with --env and --env-pass; elsewhere it is npu-hold's own.
   npu-hold status [--device npu] [--json]
         who holds the device (every device of a pool), since when, and who waits;
         removes a stale ~/NPU-TOKEN (one whose ticket is no longer held)
@@ -132,7 +136,14 @@ func (e *env) hold(args []string) int {
 	wait := fs.Duration("wait", 30*time.Minute, "how long to wait for the device")
 	fs.IntVar(&c.count, "count", 1, "how many devices of the pool")
 	tokenFile := e.tokenFlag(fs)
+	var set, pass []string
+	fs.Func("env", "NAME=VALUE: a variable the command gets (repeatable); inside a GitHub Actions step it starts with the allow-list of docs/reference.md, never a secret or file command of the runner", func(v string) error { set = append(set, v); return nil })
+	fs.Func("env-pass", "NAME: a variable of npu-hold's environment the command gets too inside a GitHub Actions step, if set (repeatable)", func(v string) error { pass = append(pass, v); return nil })
 	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if err := serveenv.Check(set, pass, "--env", "--env-pass"); err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold: bad input, nothing was started:\n  %s\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
 		return exitUsage
 	}
 	cmd := fs.Args()
@@ -191,7 +202,13 @@ func (e *env) hold(args []string) int {
 	if err := serve.BecomeSubreaper(); err != nil {
 		fmt.Fprintf(e.stderr, "npu-hold: warning: not a child subreaper (%v): detached helpers may escape the sweep\n", err)
 	}
-	opts := serve.Options{Argv: cmd, Env: append(os.Environ(), t.Env()...), Stdin: e.stdin, Stdout: asFile(e.stdout), Stderr: asFile(e.stderr), ExtraFiles: t.Files()}
+	// Inside a step the command gets the allow-list, never the step's
+	// token, inputs or file commands; at a person's shell, all of it.
+	environ := append(append(os.Environ(), set...), t.Env()...)
+	if e.getenv("GITHUB_ACTIONS") == "true" {
+		environ = serveenv.Build(os.Environ(), set, pass, t.Env())
+	}
+	opts := serve.Options{Argv: cmd, Env: environ, Stdin: e.stdin, Stdout: asFile(e.stdout), Stderr: asFile(e.stderr), ExtraFiles: t.Files()}
 	if e.stdin != nil && isTerminal(e.stdin) {
 		opts.Foreground = true
 	}
