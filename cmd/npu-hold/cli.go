@@ -113,6 +113,18 @@ func (e *env) flags(name string, c *common) *flag.FlagSet {
 	return fs
 }
 
+// checkLockDir refuses a relative lock directory, naming where it came
+// from: --lock-dir when given, else NPU_HOLD_DIR.
+func (e *env) checkLockDir(fs *flag.FlagSet, c common) error {
+	from := "NPU_HOLD_DIR"
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "lock-dir" {
+			from = "--lock-dir"
+		}
+	})
+	return hold.CheckDirPath(from, c.lockDir)
+}
+
 // device is the ticket c asks for: bad input when the device's name, the
 // pools file or the count is wrong.
 func (e *env) device(c common) (*hold.Device, error) {
@@ -140,6 +152,10 @@ func (e *env) hold(args []string) int {
 	fs.Func("env", "NAME=VALUE: a variable the command gets (repeatable); inside a GitHub Actions step it starts with the allow-list of docs/reference.md, never a secret or file command of the runner", func(v string) error { set = append(set, v); return nil })
 	fs.Func("env-pass", "NAME: a variable of npu-hold's environment the command gets too inside a GitHub Actions step, if set (repeatable)", func(v string) error { pass = append(pass, v); return nil })
 	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if err := e.checkLockDir(fs, c); err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold: bad input, nothing was started:\n  %s\n", err)
 		return exitUsage
 	}
 	if err := serveenv.Check(set, pass, "--env", "--env-pass"); err != nil {
@@ -257,6 +273,10 @@ func (e *env) status(args []string) int {
 	}
 	if e.parseOnly {
 		return exitOK
+	}
+	if err := e.checkLockDir(fs, c); err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold status: bad input:\n  %s\n", err)
+		return exitUsage
 	}
 	d, err := e.device(c)
 	if err != nil {
@@ -388,6 +408,10 @@ func (e *env) doctor(args []string) int {
 	}
 	if e.parseOnly {
 		return exitOK
+	}
+	if err := e.checkLockDir(fs, c); err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold doctor: bad input:\n  %s\n", err)
+		return exitUsage
 	}
 	var lim unix.Rlimit
 	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim)
