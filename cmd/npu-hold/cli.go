@@ -13,8 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -291,7 +289,7 @@ func (e *env) status(args []string) int {
 	e.clearStaleToken(e.tokenFile(fs, *tokenFile))
 	if *asJSON {
 		b, _ := json.MarshalIndent(st, "", "  ")
-		fmt.Fprintln(e.stdout, string(jsonQuiet(b)))
+		fmt.Fprintln(e.stdout, string(console.JSON(b)))
 		return exitOK
 	}
 	if d.Pool != nil {
@@ -313,31 +311,6 @@ func (e *env) status(args []string) int {
 		fmt.Fprintf(e.stdout, "  %d. %s, waiting since %s\n", i+1, w, w.QueuedAt().Format("15:04:05"))
 	}
 	return exitOK
-}
-
-// jsonQuiet is JSON text with every character a terminal would act on or
-// not show as itself (bidi overrides, C1 controls, line separators) written
-// as a \u escape, as encoding/json already writes those below U+0020: the
-// same JSON, which decodes to the same raw facts, but that is safe to print.
-// Outside strings the text is ASCII (its line breaks are the layout's), so
-// only strings change.
-func jsonQuiet(b []byte) []byte {
-	quiet := func(r rune) bool { return r >= utf8.RuneSelf && console.IsControl(r) }
-	s := string(b)
-	if !strings.ContainsFunc(s, quiet) {
-		return b
-	}
-	var out strings.Builder
-	for _, r := range s {
-		if !quiet(r) {
-			out.WriteRune(r)
-			continue
-		}
-		for _, u := range utf16.Encode([]rune{r}) {
-			fmt.Fprintf(&out, `\u%04x`, u)
-		}
-	}
-	return []byte(out.String())
 }
 
 // poolStatus prints every device of a pool, its holder, and the waiters.
