@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +42,11 @@ type Gate struct {
 	Tool    string    // the gate's version, for result.json
 	GitHub  *report.GitHubFacts
 	Hold    Holder // nil: --hold none
+
+	// outDir is the out directory, opened once at the start of Run: the
+	// run's files are created in it by name, whatever its path leads to
+	// after the wait for the device.
+	outDir *os.Root
 }
 
 // Holder gives the gate the device for the length of a run.
@@ -95,7 +99,17 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 		if out, err = os.MkdirTemp(g.TempDir, "npu-serve-smoke-"); err != nil {
 			return nil, &SetupError{fmt.Errorf("cannot make an out directory in %s (%v); pass --out", g.TempDir, err)}
 		}
+		if err := config.CheckPrivateDir(out); err != nil {
+			os.Remove(out)
+			return nil, &SetupError{fmt.Errorf("the out directory %s: %v; pass --out a directory only you (or root) can write", out, err)}
+		}
 	}
+	dir, err := os.OpenRoot(out)
+	if err != nil {
+		return nil, &SetupError{fmt.Errorf("cannot open the out directory %s (%v); pass --out", out, err)}
+	}
+	defer dir.Close()
+	g.outDir = dir
 	res := &report.Result{
 		Schema: report.Schema,
 		Limits: p.Limits(),
@@ -151,7 +165,7 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 		res.Verdict = report.Cancelled
 	}
 	res.Run.Finished = time.Now()
-	if err := report.Write(out, res); err != nil {
+	if err := report.WriteIn(g.outDir, res); err != nil {
 		g.logf("error: writing the result to %s: %v", out, err)
 		res.Verdict = report.Fail
 	}
@@ -250,7 +264,7 @@ func (g *Gate) releaseDevice(t Ticket, res *report.Result, held time.Time) {
 func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, port int, held lease, m *judge.RouteMatcher) (*serve.Process, func()) {
 	p := g.Plan
 	res.Serve.Argv, res.Serve.Port = wrap(p.HoldCommand, fill(p.Argv, port, held.devices)), port
-	capture, stdout, stderr, err := logscan.NewCapture(filepath.Join(out, report.LogFile), p.LogLimit, m)
+	capture, stdout, stderr, err := logscan.NewCaptureIn(g.outDir, report.LogFile, p.LogLimit, m)
 	if err != nil {
 		res.NoReplies = "the serve log could not be created: " + err.Error()
 		return nil, nil
@@ -464,7 +478,7 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		case <-time.After(time.Second):
 		}
 	}
-	if err := report.WriteJSON(filepath.Join(a.out, report.ReplyFile(&r)), &r); err != nil {
+	if err := report.WriteJSONIn(a.g.outDir, report.ReplyFile(&r), &r); err != nil {
 		a.g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
 	}
 	line := progress(&r)
