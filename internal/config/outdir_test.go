@@ -74,6 +74,25 @@ func TestRootOutUnderAnotherUsersDirectory(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "/theirs belongs to") || !strings.Contains(err.Error(), "uid 65534") {
 		t.Errorf("CheckPrivateDir under another user's directory = %v, want it refused naming uid 65534", err)
 	}
+	// A neighbour's symlink in a sticky directory (as /tmp is), where the
+	// runner's user means to make --out: it leads where the neighbour
+	// chooses.
+	sticky := filepath.Join(base, "tmp")
+	if err := os.Mkdir(sticky, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(sticky, os.ModeSticky|0o777)
+	mine := t.TempDir()
+	link := filepath.Join(sticky, "out")
+	if err := os.Symlink(mine, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPrivateDir(link); err == nil || !strings.Contains(err.Error(), link+" belongs to") {
+		t.Errorf("CheckPrivateDir through another user's symlink = %v, want it refused", err)
+	}
 	c := Default()
 	c.Serve, c.Out = "true --port {port}", out
 	if _, err := c.Check(func(f string) (string, error) { return f, nil }); err == nil || !strings.Contains(err.Error(), "--out "+out+": ") {
