@@ -38,6 +38,8 @@ func (p *patterns) Set(v string) error {
 func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Preset, "preset", c.Preset, "a kind of serve, which sets what it needs unless set here: "+strings.Join(config.PresetNames(), ", "))
 	fs.StringVar(&c.Serve, "serve", c.Serve, "the serve's command line, with {port} and {model}; split like a shell splits words, never run by a shell")
+	fs.Var(&patterns{list: &c.ServeEnv}, "serve-env", "NAME=VALUE: a variable the serve gets besides the allow-list of docs/reference.md (repeatable; never a secret or file command of the runner)")
+	fs.Var(&patterns{list: &c.ServeEnvPass}, "serve-env-pass", "NAME: a variable of the gate's environment the serve gets too, if set (repeatable; never a secret or file command of the runner)")
 	fs.StringVar(&c.Model, "model", c.Model, "the model: fills {model} and the requests' \"model\"")
 	fs.IntVar(&c.Port, "port", c.Port, "port the serve listens on (0: pick a free one)")
 	fs.StringVar(&c.Health, "health", c.Health, "health path, or auto (tries "+strings.Join(config.AutoHealthPaths, ", ")+")")

@@ -114,7 +114,17 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 			fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
 			return exitUsage
 		}
-		d := &hold.Device{Dir: e.getenv("NPU_HOLD_DIR"), Name: plan.Device, Pool: pool, Count: plan.Count, Command: "npu-serve-smoke " + command(plan.Kind) + ": " + strings.Join(plan.Argv, " "), Log: e.stderr}
+		dir := e.getenv("NPU_HOLD_DIR")
+		if dir != "" {
+			if err := hold.CheckDirPath("NPU_HOLD_DIR", dir); err != nil {
+				fmt.Fprintf(e.stderr, "npu-serve-smoke: bad input, nothing was started:\n%s\n", indent(err.Error()))
+				if a != nil {
+					a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("%s", console.Text(err.Error()))
+				}
+				return exitUsage
+			}
+		}
+		d := &hold.Device{Dir: dir, Name: plan.Device, Pool: pool, Count: plan.Count, Command: "npu-serve-smoke " + command(plan.Kind) + ": " + strings.Join(plan.Argv, " "), Log: e.stderr}
 		if err := d.CheckDir(); err != nil {
 			fmt.Fprintf(e.stderr, "npu-serve-smoke: the device cannot be held, nothing was started:\n%s\n", indent(err.Error()))
 			if a != nil {

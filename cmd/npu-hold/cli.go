@@ -14,8 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
@@ -36,9 +35,12 @@ const (
 )
 
 const usage = `usage:
-  npu-hold [--device npu] [--count 1] [--wait 30m] [--lock-dir DIR] [--pools FILE] [--] CMD ARGS...
+  npu-hold [--device npu] [--count 1] [--wait 30m] [--lock-dir DIR] [--pools FILE]
+           [--env NAME=VALUE]... [--env-pass NAME]... [--] CMD ARGS...
         run CMD holding the device's ticket (or count devices of the pool); returns CMD's
-        exit status. CMD gets NPU_HOLD_DEVICES, and the pool's vendor variable.
+        exit status. CMD gets NPU_HOLD_DEVICES, and the pool's vendor variable. Inside a
+        GitHub Actions step CMD's environment is an allow-list (no token, input or file
+        command of the runner) with --env and --env-pass; elsewhere it is npu-hold's own.
   npu-hold status [--device npu] [--json]
         who holds the device (every device of a pool), since when, and who waits;
         removes a stale ~/NPU-TOKEN (one whose ticket is no longer held)
@@ -111,6 +113,18 @@ func (e *env) flags(name string, c *common) *flag.FlagSet {
 	return fs
 }
 
+// checkLockDir refuses a relative lock directory, naming where it came
+// from: --lock-dir when given, else NPU_HOLD_DIR.
+func (e *env) checkLockDir(fs *flag.FlagSet, c common) error {
+	from := "NPU_HOLD_DIR"
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "lock-dir" {
+			from = "--lock-dir"
+		}
+	})
+	return hold.CheckDirPath(from, c.lockDir)
+}
+
 // device is the ticket c asks for: bad input when the device's name, the
 // pools file or the count is wrong.
 func (e *env) device(c common) (*hold.Device, error) {
@@ -134,7 +148,18 @@ func (e *env) hold(args []string) int {
 	wait := fs.Duration("wait", 30*time.Minute, "how long to wait for the device")
 	fs.IntVar(&c.count, "count", 1, "how many devices of the pool")
 	tokenFile := e.tokenFlag(fs)
+	var set, pass []string
+	fs.Func("env", "NAME=VALUE: a variable the command gets (repeatable); inside a GitHub Actions step it starts with the allow-list of docs/reference.md, never a secret or file command of the runner", func(v string) error { set = append(set, v); return nil })
+	fs.Func("env-pass", "NAME: a variable of npu-hold's environment the command gets too inside a GitHub Actions step, if set (repeatable)", func(v string) error { pass = append(pass, v); return nil })
 	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if err := e.checkLockDir(fs, c); err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold: bad input, nothing was started:\n  %s\n", err)
+		return exitUsage
+	}
+	if err := serveenv.Check(set, pass, "--env", "--env-pass"); err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold: bad input, nothing was started:\n  %s\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
 		return exitUsage
 	}
 	cmd := fs.Args()
@@ -193,7 +218,13 @@ func (e *env) hold(args []string) int {
 	if err := serve.BecomeSubreaper(); err != nil {
 		fmt.Fprintf(e.stderr, "npu-hold: warning: not a child subreaper (%v): detached helpers may escape the sweep\n", err)
 	}
-	opts := serve.Options{Argv: cmd, Env: append(os.Environ(), t.Env()...), Stdin: e.stdin, Stdout: asFile(e.stdout), Stderr: asFile(e.stderr), ExtraFiles: t.Files()}
+	// Inside a step the command gets the allow-list, never the step's
+	// token, inputs or file commands; at a person's shell, all of it.
+	environ := append(append(os.Environ(), set...), t.Env()...)
+	if e.getenv("GITHUB_ACTIONS") == "true" {
+		environ = serveenv.Build(os.Environ(), set, pass, t.Env())
+	}
+	opts := serve.Options{Argv: cmd, Env: environ, Stdin: e.stdin, Stdout: asFile(e.stdout), Stderr: asFile(e.stderr), ExtraFiles: t.Files()}
 	if e.stdin != nil && isTerminal(e.stdin) {
 		opts.Foreground = true
 	}
@@ -243,6 +274,10 @@ func (e *env) status(args []string) int {
 	if e.parseOnly {
 		return exitOK
 	}
+	if err := e.checkLockDir(fs, c); err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold status: bad input:\n  %s\n", err)
+		return exitUsage
+	}
 	d, err := e.device(c)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "npu-hold status: bad input:\n  %s\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
@@ -256,7 +291,7 @@ func (e *env) status(args []string) int {
 	e.clearStaleToken(e.tokenFile(fs, *tokenFile))
 	if *asJSON {
 		b, _ := json.MarshalIndent(st, "", "  ")
-		fmt.Fprintln(e.stdout, string(jsonQuiet(b)))
+		fmt.Fprintln(e.stdout, string(console.JSON(b)))
 		return exitOK
 	}
 	if d.Pool != nil {
@@ -278,31 +313,6 @@ func (e *env) status(args []string) int {
 		fmt.Fprintf(e.stdout, "  %d. %s, waiting since %s\n", i+1, w, w.QueuedAt().Format("15:04:05"))
 	}
 	return exitOK
-}
-
-// jsonQuiet is JSON text with every character a terminal would act on or
-// not show as itself (bidi overrides, C1 controls, line separators) written
-// as a \u escape, as encoding/json already writes those below U+0020: the
-// same JSON, which decodes to the same raw facts, but that is safe to print.
-// Outside strings the text is ASCII (its line breaks are the layout's), so
-// only strings change.
-func jsonQuiet(b []byte) []byte {
-	quiet := func(r rune) bool { return r >= utf8.RuneSelf && console.IsControl(r) }
-	s := string(b)
-	if !strings.ContainsFunc(s, quiet) {
-		return b
-	}
-	var out strings.Builder
-	for _, r := range s {
-		if !quiet(r) {
-			out.WriteRune(r)
-			continue
-		}
-		for _, u := range utf16.Encode([]rune{r}) {
-			fmt.Fprintf(&out, `\u%04x`, u)
-		}
-	}
-	return []byte(out.String())
 }
 
 // poolStatus prints every device of a pool, its holder, and the waiters.
@@ -373,6 +383,10 @@ func (e *env) doctor(args []string) int {
 	}
 	if e.parseOnly {
 		return exitOK
+	}
+	if err := e.checkLockDir(fs, c); err != nil {
+		fmt.Fprintf(e.stderr, "npu-hold doctor: bad input:\n  %s\n", err)
+		return exitUsage
 	}
 	var lim unix.Rlimit
 	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim)

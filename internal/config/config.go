@@ -22,12 +22,17 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
 )
 
 // Config is the gate's settings, by the names of its flags and action inputs.
 type Config struct {
-	Preset       string // a kind of serve whose needs set the defaults below
-	Serve        string // the serve's command line, with {port} and {model}
+	Preset string // a kind of serve whose needs set the defaults below
+	Serve  string // the serve's command line, with {port} and {model}
+	// ServeEnv (NAME=VALUE each) and ServeEnvPass (NAME each) give the
+	// serve more than the allow-list of internal/serveenv.
+	ServeEnv     []string
+	ServeEnvPass []string
 	Model        string
 	Port         int // 0: pick a free one
 	Health       string
@@ -235,6 +240,10 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 		if d := deviceChoice(p.Argv); d != "" && c.Preset == "ovms" {
 			bad("--serve: --target_device %s starts on the CPU (AUTO serves from the CPU while the NPU compiles, and leaves the NPU out of its default list; HETERO splits the model): pass --target_device NPU", d)
 		}
+	}
+	// The serve's environment: what it is given beyond the allow-list.
+	if err := serveenv.Check(c.ServeEnv, c.ServeEnvPass, "--serve-env", "--serve-env-pass"); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		bad("--port %d is out of range; pass 1 to 65535, or 0 to pick a free port", c.Port)
@@ -449,6 +458,9 @@ func checkOut(dir string) error {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out %s cannot be created (%v); pass a directory you can write", dir, unwrapPath(err))
+	}
+	if err := CheckPrivateDir(dir); err != nil {
+		return fmt.Errorf("--out %s: %v; pass a directory that only you (or root) can write, under directories that only you or root can write or that carry the sticky bit, such as one in $RUNNER_TEMP", dir, err)
 	}
 	f, err := os.CreateTemp(dir, ".write-check-*")
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
 )
 
 // Grace periods between TERM and KILL: a serve with a stream still open can
@@ -42,6 +42,11 @@ type Gate struct {
 	Tool    string    // the gate's version, for result.json
 	GitHub  *report.GitHubFacts
 	Hold    Holder // nil: --hold none
+
+	// outDir is the out directory, opened once at the start of Run: the
+	// run's files are created in it by name, whatever its path leads to
+	// after the wait for the device.
+	outDir *os.Root
 }
 
 // Holder gives the gate the device for the length of a run.
@@ -69,7 +74,8 @@ type poolTicket interface {
 
 // lease is what the serve gets of the held devices: the ticket's
 // descriptors, the devices' names for {device} and {devices}, and its
-// environment (nil: the gate's own).
+// environment (serveenv.Build: the allow-list, what it was given, its
+// devices).
 type lease struct {
 	files   []*os.File
 	devices []string
@@ -93,7 +99,17 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 		if out, err = os.MkdirTemp(g.TempDir, "npu-serve-smoke-"); err != nil {
 			return nil, &SetupError{fmt.Errorf("cannot make an out directory in %s (%v); pass --out", g.TempDir, err)}
 		}
+		if err := config.CheckPrivateDir(out); err != nil {
+			os.Remove(out)
+			return nil, &SetupError{fmt.Errorf("the out directory %s: %v; pass --out a directory only you (or root) can write", out, err)}
+		}
 	}
+	dir, err := os.OpenRoot(out)
+	if err != nil {
+		return nil, &SetupError{fmt.Errorf("cannot open the out directory %s (%v); pass --out", out, err)}
+	}
+	defer dir.Close()
+	g.outDir = dir
 	res := &report.Result{
 		Schema: report.Schema,
 		Limits: p.Limits(),
@@ -144,11 +160,11 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 		res.Verdict = report.Cancelled
 	}
 	res.Run.Finished = time.Now()
-	if err := writeReference(out, res); err != nil {
+	if err := g.writeReference(res); err != nil {
 		g.logf("error: writing the reference's replies to %s: %v", out, err)
 		res.Verdict = report.Fail
 	}
-	if err := report.Write(out, res); err != nil {
+	if err := report.WriteIn(g.outDir, res); err != nil {
 		g.logf("error: writing the result to %s: %v", out, err)
 		res.Verdict = report.Fail
 	}
@@ -160,13 +176,13 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 // other file. It is written once the run is over, after every setup check
 // and with the serve stopped, and result.json records its digest (a copy of
 // the plan's reference, so the plan is left as it was).
-func writeReference(out string, res *report.Result) error {
+func (g *Gate) writeReference(res *report.Result) error {
 	if res.Reference == nil {
 		return nil
 	}
 	ref := *res.Reference
 	res.Reference = &ref
-	return report.WriteReference(out, &ref)
+	return report.WriteReferenceIn(g.outDir, &ref)
 }
 
 // measure holds the device, runs the serve, probes it and stops it, filling
@@ -180,16 +196,20 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 		return nil
 	}
 	held := lease{devices: []string{g.Plan.Device}}
+	var devEnv []string
 	if ticket != nil {
 		defer g.releaseDevice(ticket, res, time.Now())
 		held.files = ticket.Files()
 		if pt, ok := ticket.(poolTicket); ok {
-			held.devices, held.env = pt.Names(), append(os.Environ(), pt.Env()...)
+			held.devices, devEnv = pt.Names(), pt.Env()
 			if g.Plan.Count > 1 {
 				res.Hold.Devices = held.devices
 			}
 		}
 	}
+	// The serve gets the allow-list, what it was given, and its devices:
+	// never the token, the inputs or the runner's file commands.
+	held.env = serveenv.Build(os.Environ(), g.Plan.ServeEnv, g.Plan.ServeEnvPass, devEnv)
 
 	// The port, once the device is ours: a port held by the run before this
 	// one is free by now.
@@ -257,7 +277,7 @@ func (g *Gate) releaseDevice(t Ticket, res *report.Result, held time.Time) {
 func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, port int, held lease, m *judge.RouteMatcher) (*serve.Process, func()) {
 	p := g.Plan
 	res.Serve.Argv, res.Serve.Port = wrap(p.HoldCommand, fill(p.Argv, port, held.devices)), port
-	capture, stdout, stderr, err := logscan.NewCapture(filepath.Join(out, report.LogFile), p.LogLimit, m)
+	capture, stdout, stderr, err := logscan.NewCaptureIn(g.outDir, report.LogFile, p.LogLimit, m)
 	if err != nil {
 		res.NoReplies = "the serve log could not be created: " + err.Error()
 		return nil, nil
@@ -475,7 +495,7 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		case <-time.After(time.Second):
 		}
 	}
-	if err := report.WriteJSON(filepath.Join(a.out, report.ReplyFile(&r)), &r); err != nil {
+	if err := report.WriteJSONIn(a.g.outDir, report.ReplyFile(&r), &r); err != nil {
 		a.g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
 	}
 	line := progress(&r)

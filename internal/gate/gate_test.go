@@ -40,6 +40,9 @@ func plan(t testing.TB, serveArgs ...string) *config.Plan {
 	c := config.Default()
 	c.Serve = config.QuoteWords(append([]string{os.Args[0], "--port", "{port}"}, serveArgs...)...)
 	c.Replies, c.Warmup, c.MaxTokens = 3, 1, 8
+	// The serve starts with the allow-list: this binary is the simulated
+	// serve when told so by name.
+	c.ServeEnv = []string{"FAKELLM=1"}
 	c.Hold = "none"
 	c.Out = filepath.Join(t.TempDir(), "out")
 	p, err := c.Check(func(f string) (string, error) { return f, nil })

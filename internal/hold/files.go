@@ -36,6 +36,9 @@ type lockDir struct {
 // owner can remove anyone's tickets), and, when others may write in it, be
 // sticky (so that only a file's owner can remove or rename it).
 func openLockDir(path string, create bool) (*lockDir, error) {
+	if err := CheckDirPath("the lock directory", path); err != nil {
+		return nil, err
+	}
 	if create && path == DefaultDir && os.Geteuid() != 0 {
 		// One made by this user would be its own, which every other user
 		// refuses (see check): the shared default is root's to make.
@@ -245,4 +248,15 @@ func isLive(f *os.File) bool {
 		return false
 	}
 	return true
+}
+
+// CheckDirPath says why path cannot be the lock directory, naming it by
+// from (NPU_HOLD_DIR, --lock-dir), or nil. A relative path is a different
+// directory in each working directory: two runs started in two would each
+// take the first ticket of their own queue and hold the device at once.
+func CheckDirPath(from, path string) error {
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("%s %q: a relative lock directory is a different one in each working directory, and two runs would hold the device at once; give an absolute path, e.g. %s", from, path, DefaultDir)
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package logscan
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +29,8 @@ const MinLimit = 4 << 10
 type Bounded struct {
 	f, ring          *os.File
 	path             string
+	root             *os.Root // when set, the ring is made in it, by name, and removed there
+	name             string   // the file's name in root
 	headMax, tailMax int64
 	written          int64
 	err              error // the first write error; writing goes on being accepted
@@ -48,6 +52,48 @@ func CreateBounded(path string, limit int64) (*Bounded, error) {
 
 const markerRoom = 256
 
+// CreateBoundedIn creates the file name in dir, which must not exist: it
+// is created there, never reached through a symlink (O_EXCL refuses any
+// file, link or not, already at name), and so is the ring beside it. dir
+// is a directory opened once: what its path leads to later is not written.
+func CreateBoundedIn(dir *os.Root, name string, limit int64) (*Bounded, error) {
+	if limit < MinLimit {
+		return nil, fmt.Errorf("log limit %d bytes: pass at least %d", limit, MinLimit)
+	}
+	f, err := dir.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	head := limit / 2
+	return &Bounded{f: f, path: filepath.Join(dir.Name(), name), root: dir, name: name, headMax: head, tailMax: limit - head - markerRoom}, nil
+}
+
+// createRing makes the ring beside the file: by name in its root when it
+// has one, else in its directory.
+func (b *Bounded) createRing() (*os.File, error) {
+	if b.root == nil {
+		return os.CreateTemp(filepath.Dir(b.path), "."+filepath.Base(b.path)+".tail-*")
+	}
+	for range 100 {
+		name := "." + b.name + ".tail-" + randomWord()
+		f, err := b.root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR|unix.O_NOFOLLOW, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("no free name for %s's tail in %s", b.name, b.root.Name())
+}
+
+// removeRing removes the ring, where it was made.
+func (b *Bounded) removeRing() {
+	if b.root == nil {
+		os.Remove(b.ring.Name())
+		return
+	}
+	b.root.Remove(filepath.Base(b.ring.Name()))
+}
+
 // Write keeps p's bytes that fall in the head or, for now, the tail. It
 // never fails: a write error is kept for Close, so the serve's stream is
 // read to its end whatever the disk does.
@@ -63,7 +109,7 @@ func (b *Bounded) Write(p []byte) (int, error) {
 		return n, nil
 	}
 	if b.ring == nil && b.err == nil {
-		ring, err := os.CreateTemp(filepath.Dir(b.path), "."+filepath.Base(b.path)+".tail-*")
+		ring, err := b.createRing()
 		if err != nil {
 			b.err = err
 		}
@@ -125,7 +171,7 @@ func (b *Bounded) Close() (Cut, error) {
 		_, err = io.Copy(b.f, io.NewSectionReader(b.ring, 0, start))
 		b.keep(0, err)
 		b.ring.Close()
-		os.Remove(b.ring.Name())
+		b.removeRing()
 	}
 	b.keep(0, b.f.Close())
 	return c, b.err
@@ -179,6 +225,19 @@ func NewCapture(path string, limit int64, m *judge.RouteMatcher) (c *Capture, st
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	return newCapture(file, m)
+}
+
+// NewCaptureIn is NewCapture of the file name in dir (CreateBoundedIn).
+func NewCaptureIn(dir *os.Root, name string, limit int64, m *judge.RouteMatcher) (c *Capture, stdout, stderr *os.File, err error) {
+	file, err := CreateBoundedIn(dir, name, limit)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return newCapture(file, m)
+}
+
+func newCapture(file *Bounded, m *judge.RouteMatcher) (c *Capture, stdout, stderr *os.File, err error) {
 	c = &Capture{scan: NewScanner(m), file: file}
 	var w [2]*os.File
 	for i := range c.streams {
@@ -328,4 +387,11 @@ func (c *Capture) Wait(within time.Duration) (Captured, error) {
 	c.finish()
 	cut, err := c.file.Close()
 	return Captured{Result: c.scan.Result(), Cut: cut}, errors.Join(append(errs, err)...)
+}
+
+// randomWord is 16 hex digits from crypto/rand.
+func randomWord() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

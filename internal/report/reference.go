@@ -92,6 +92,16 @@ func KeepForAgreement(r measure.Reply) measure.Reply {
 // sets ref.SHA256 to the digest of the file written, for result.json: the
 // gate writes it once the run is over, before result.json.
 func WriteReference(dir string, ref *Reference) error {
+	return writeReference(ref, func(b []byte) error { return writeAtomic(filepath.Join(dir, ReferenceFile), b) })
+}
+
+// WriteReferenceIn is WriteReference into a directory the run holds open:
+// the file is created there by name, never through a symlink.
+func WriteReferenceIn(dir *os.Root, ref *Reference) error {
+	return writeReference(ref, func(b []byte) error { return writeAtomicIn(dir, ReferenceFile, b) })
+}
+
+func writeReference(ref *Reference, write func([]byte) error) error {
 	file := *ref
 	file.SHA256 = ""
 	// Compact: a token with its top alternatives is a few objects, and
@@ -104,7 +114,7 @@ func WriteReference(dir string, ref *Reference) error {
 		return fmt.Errorf("the reference's replies come to %d bytes in %s, more than the %d a run's file may be; record the reference with fewer --max-replies or --max-tokens", len(b)+1, ReferenceFile, MaxReference)
 	}
 	b = append(b, '\n')
-	if err := writeAtomic(filepath.Join(dir, ReferenceFile), b); err != nil {
+	if err := write(b); err != nil {
 		return err
 	}
 	ref.SHA256 = digest(b)

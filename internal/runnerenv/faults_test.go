@@ -214,7 +214,7 @@ func TestRootHidepid(t *testing.T) {
 		os.Remove(req)
 		// The serve never listens; a stranger of root's answers its port.
 		serve := fmt.Sprintf(`sh -c "echo {port} > %s; exec sleep 600"`, req)
-		cmd := r.command(gate, "run", "--serve", serve, "--replies", "1", "--max-replies", "1", "--warmup", "0", "--out", filepath.Join(s.work, "stranger"))
+		cmd := r.command(gate, "run", "--serve", serve, "--replies", "1", "--max-replies", "1", "--warmup", "0", "--serve-env-pass", "RUNNERENV_MARK", "--out", filepath.Join(s.work, "stranger"))
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {

@@ -238,7 +238,10 @@ func (s site) gateArgs(gate, out string, fakellm ...string) []string {
 		serve += " " + strings.Join(fakellm, " ")
 	}
 	return []string{gate, "run", "--serve", serve, "--replies", "2", "--max-replies", "2", "--max-tokens", "8", "--warmup", "0",
-		"--rate-source", "server", "--out", out, "--ready-timeout", "1m"}
+		"--rate-source", "server", "--out", out, "--ready-timeout", "1m",
+		// The serve starts with the allow-list: the mark is passed by name,
+		// so every process of the serve's tree carries it.
+		"--serve-env-pass", "RUNNERENV_MARK"}
 }
 
 func (s site) started() bool {
@@ -271,6 +274,11 @@ func (s site) runGate(t testing.TB, r runner, name string, fakellm ...string) ou
 	t.Helper()
 	gate, _ := binaries(t)
 	out := filepath.Join(s.work, name)
+	if r.root {
+		// The gate refuses an out directory under another user's (the
+		// runner's user could swap it): root's run writes in root's.
+		out = filepath.Join(dir(t, 0, 0o755), name)
+	}
 	os.Remove(filepath.Join(s.work, "started"))
 	code, stdout, stderr := run(t, r.command(s.gateArgs(gate, out, fakellm...)...))
 	o := outcome{code: code, stderr: stdout + stderr}

@@ -44,7 +44,10 @@ type Options struct {
 	// group (Stdin must be the terminal), so a command run at a shell can
 	// read from it and gets its ^C.
 	Foreground bool
-	Env        []string // nil: the gate's own
+	// Env is the serve's environment, and its supervisor's: nil for the
+	// gate's own. The supervisor is told the containment the gate was asked
+	// for ($NPU_SERVE_SMOKE_CONTAIN) by its flag, so Env need not hold it.
+	Env []string
 	// ExtraFiles are held by the supervisor until nothing the serve started
 	// is left (the device ticket's lock). The serve does not inherit them:
 	// a process that shares a flock(2)ed descriptor can unlock it.
@@ -84,6 +87,12 @@ type Process struct {
 func Start(o Options) (*Process, error) {
 	if len(o.Argv) == 0 {
 		return nil, errors.New("no serve command")
+	}
+	// The serve runs as this user, and could read this process's
+	// environment (the token and the inputs inside a step) and memory from
+	// /proc, or trace it: a process that is not dumpable is root's there.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("hiding the environment from the serve (prctl PR_SET_DUMPABLE): %w", err)
 	}
 	cmd := supervisorCommand(o)
 	ctlR, ctlW, err := os.Pipe()
@@ -155,6 +164,9 @@ func Start(o Options) (*Process, error) {
 // supervisorCommand is the command that starts the supervisor of o.
 func supervisorCommand(o Options) *exec.Cmd {
 	args := []string{supervise.Command, "--held", strconv.Itoa(len(o.ExtraFiles))}
+	if m := os.Getenv(supervise.ContainEnv); m != "" {
+		args = append(args, "--contain", m)
+	}
 	if o.Foreground && o.Stdin != nil {
 		args = append(args, "--foreground")
 	}
