@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/evidence"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
@@ -87,17 +86,18 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 	// The run's own limits, where no flag replaces them.
 	c := config.Default()
 	c.Floor, c.FirstTokenMS, c.RateSource = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource
-	c.MaxRegression = res.Limits.MaxRegression * 100
+	// A run made before it kept the bound keeps the default.
+	c.MaxRegression = res.Limits.Regression() * 100
 	// A run made before the sequential rule has no lead: its replies are
 	// counted at the default.
 	if res.Limits.Lead > 0 {
 		c.Lead = res.Limits.Lead
 	}
 	c.FastRoute, c.SlowRoute = res.Route.FastPatterns, res.Route.SlowPatterns
-	if b := res.Limits.Agreement; b != (agree.Bounds{}) {
-		// A run made before the agreement keeps the defaults.
-		c.AgreementTieMargin, c.AgreementMaxKL = b.TieMargin, b.MaxKL
-	}
+	// A run made before the agreement keeps the defaults; bounds of 0 are
+	// exact.
+	b := res.Limits.Agreement.OrDefault()
+	c.AgreementTieMargin, c.AgreementMaxKL = b.TieMargin, b.MaxKL
 	if res.Limits.FloorDerived {
 		c.FloorWhy = res.Limits.FloorWhy
 	}
@@ -129,10 +129,6 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 			c.AgreementMaxKL = d.AgreementMaxKL
 		}
 	})
-	if d.Baseline != "" && c.MaxRegression == 0 && !setFlags(fs)("max-regression") {
-		c.MaxRegression = config.Default().MaxRegression
-		delete(fromRun, "max-regression")
-	}
 	return c, func(flag string) string {
 		if field, ok := fromRun[flag]; ok {
 			return fmt.Sprintf("%s's %s", filepath.Join(dir, report.ResultFile), field)

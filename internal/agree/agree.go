@@ -88,11 +88,12 @@ const (
 // Default is Bounds with the defaults.
 var Default = Bounds{TieMargin: DefaultTieMargin, MaxKL: DefaultMaxKL}
 
-// OrDefault is b, or Default when b is zero (bounds that were never set: a
-// result.json from before the agreement assertion).
-func (b Bounds) OrDefault() Bounds {
-	if b == (Bounds{}) {
+// OrDefault is *b, or Default when b is nil (bounds that were never set: a
+// result.json from before the agreement assertion). Bounds that were set
+// stay as they are, zero included: 0 is exact.
+func (b *Bounds) OrDefault() Bounds {
+	if b == nil {
 		return Default
 	}
-	return b
+	return *b
 }

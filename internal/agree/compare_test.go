@@ -481,11 +481,14 @@ func TestMatch(t *testing.T) {
 }
 
 func TestOrDefault(t *testing.T) {
-	if got := (Bounds{}).OrDefault(); got != Default {
-		t.Errorf("Bounds{}.OrDefault() = %v, want %v", got, Default)
+	var unset *Bounds
+	if got := unset.OrDefault(); got != Default {
+		t.Errorf("(*Bounds)(nil).OrDefault() = %v, want %v", got, Default)
 	}
-	b := Bounds{TieMargin: 0, MaxKL: 1}
-	if got := b.OrDefault(); got != b {
-		t.Errorf("%v.OrDefault() = %v, want it unchanged", b, got)
+	// Bounds that were set stay, 0 included: 0 is exact, not "unset".
+	for _, b := range []Bounds{{}, {TieMargin: 0, MaxKL: 1}, {TieMargin: 0.2, MaxKL: 0}} {
+		if got := b.OrDefault(); got != b {
+			t.Errorf("%v.OrDefault() = %v, want it unchanged", b, got)
+		}
 	}
 }

@@ -120,7 +120,7 @@ func Default() Config {
 		Thinking:           "off",
 		ThinkingControl:    ThinkingKwargs,
 		RateSource:         judge.RateClient,
-		MaxRegression:      10,
+		MaxRegression:      judge.DefaultMaxRegression * 100,
 		AgreementTieMargin: agree.DefaultTieMargin,
 		AgreementMaxKL:     agree.DefaultMaxKL,
 		RequestTimeout:     2 * time.Minute,
@@ -169,8 +169,9 @@ func DefaultSlowRoute() []string { return slices.Clone(judge.DefaultSlowRoute) }
 
 // Limits are the judging limits of the configuration.
 func (c *Config) Limits() judge.Limits {
-	l := judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: c.MaxRegression / 100, Lead: c.Lead,
-		Agreement: agree.Bounds{TieMargin: c.AgreementTieMargin, MaxKL: c.AgreementMaxKL}}
+	regression := c.MaxRegression / 100
+	l := judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: &regression, Lead: c.Lead,
+		Agreement: &agree.Bounds{TieMargin: c.AgreementTieMargin, MaxKL: c.AgreementMaxKL}}
 	if c.Floor == DefaultFloor && c.FloorFromBaseline == 0 {
 		l.FloorWhy = DefaultFloorWhy
 	}

@@ -210,8 +210,8 @@ func TestBaselineLoads(t *testing.T) {
 	if err != nil || p.Baseline == nil || p.Baseline.Rate != 100 {
 		t.Errorf("Check() with a baseline = %+v, %v", p, err)
 	}
-	if l := cfg.Limits(); l.MaxRegression != 0.10 {
-		t.Errorf("Limits().MaxRegression = %v, want 0.10 from 10%%", l.MaxRegression)
+	if l := cfg.Limits(); l.Regression() != 0.10 {
+		t.Errorf("Limits().Regression() = %v, want 0.10 from 10%%", l.Regression())
 	}
 }
 

@@ -149,7 +149,7 @@ func TestJudgeAgreement(t *testing.T) {
 			if tt.limits == (agree.Bounds{}) {
 				tt.limits = agree.Bounds{TieMargin: 0.1, MaxKL: 0.01}
 			}
-			in := Input{Replies: tt.replies, Limits: Limits{Agreement: tt.limits},
+			in := Input{Replies: tt.replies, Limits: Limits{Agreement: &tt.limits},
 				Reference: &Reference{File: "ref/result.json", Replies: ref}}
 			if diff := cmp.Diff(tt.want, judgeAgreement(in)); diff != "" {
 				t.Errorf("judgeAgreement() mismatch (-want +got):\n%s", diff)
@@ -169,7 +169,7 @@ func TestJudgeAgreementInJudge(t *testing.T) {
 		Baseline:  &Baseline{File: "base", Rate: 80, FirstTokenMS: 300},
 		Reference: ref,
 	}
-	in.Limits.MaxRegression = 0.1
+	in.Limits.MaxRegression = ptr(0.1)
 	v := Judge(in)
 	var names []string
 	for _, a := range v.Assertions {

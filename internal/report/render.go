@@ -149,7 +149,7 @@ func markdown(r *Result, withTail bool) string {
 	}
 	row("model", Cell(r.Run.Model, 200))
 	if bl := r.Baseline; bl != nil {
-		row("baseline", fmt.Sprintf("%s: median %.1f tok/s, first token %.0f ms; allowed change %.0f%%", Cell(bl.File, 200), bl.Rate, bl.FirstTokenMS, r.Limits.MaxRegression*100))
+		row("baseline", fmt.Sprintf("%s: median %.1f tok/s, first token %.0f ms; allowed change %.0f%%", Cell(bl.File, 200), bl.Rate, bl.FirstTokenMS, r.Limits.Regression()*100))
 	}
 	if ref := r.Reference; ref != nil {
 		row("reference", ReferenceText(ref))
