@@ -62,6 +62,7 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Baseline, "baseline", c.Baseline, "an earlier run's result.json: adds the baseline assertion")
 	fs.Float64Var(&c.MaxRegression, "max-regression", c.MaxRegression, "percent the median rate may fall, or the median first token rise, against --baseline")
 	referenceFlags(fs, c)
+	fs.StringVar(&c.ReferenceMissing, "reference-missing", c.ReferenceMissing, "fail or skip: what --reference github:PATTERN does when it finds no usable recording (fail: the agreement assertion fails, saying why)")
 	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client (timed from the stream) or server (the serve's timings)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "limit for one whole reply")
 	fs.Var((*byteSize)(&c.LogLimit), "log-limit", "bytes of serve.log kept on disk, its head and its tail (e.g. 64MiB); the route is read on the whole stream")

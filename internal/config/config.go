@@ -60,7 +60,11 @@ type Config struct {
 	// Reference is a trusted route's run (its out directory or result.json)
 	// or github:PATTERN (resolved by the command): adds the agreement
 	// assertion.
-	Reference          string
+	Reference string
+	// ReferenceMissing is what a --reference github:PATTERN that finds no
+	// usable recording does: ReferenceMissingFail (the agreement assertion
+	// fails, saying why) or ReferenceMissingSkip (a notice; no assertion).
+	ReferenceMissing   string
 	AgreementTieMargin float64 // nats: agree.Bounds.TieMargin
 	AgreementMaxKL     float64 // nats: agree.Bounds.MaxKL
 	// Kind is report.KindReference for record: content and release judged,
@@ -115,6 +119,12 @@ func notInPath(r rune) bool {
 	return r <= ' ' || r == 0x7f
 }
 
+// What --reference-missing takes.
+const (
+	ReferenceMissingFail = "fail" // no usable recording fails the agreement assertion
+	ReferenceMissingSkip = "skip" // no usable recording yet: a notice, no assertion
+)
+
 // HealthAuto tries the health paths serves commonly answer on.
 const HealthAuto = "auto"
 
@@ -142,6 +152,7 @@ func Default() Config {
 		ThinkingControl:    ThinkingKwargs,
 		RateSource:         judge.RateClient,
 		MaxRegression:      judge.DefaultMaxRegression * 100,
+		ReferenceMissing:   ReferenceMissingFail,
 		AgreementTieMargin: agree.DefaultTieMargin,
 		AgreementMaxKL:     agree.DefaultMaxKL,
 		RequestTimeout:     2 * time.Minute,
@@ -299,6 +310,9 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	}
 	if err := c.checkReference(p); err != nil {
 		errs = append(errs, err)
+	}
+	if c.ReferenceMissing != ReferenceMissingFail && c.ReferenceMissing != ReferenceMissingSkip {
+		bad("--reference-missing %q: pass fail (a --reference github: that finds no usable recording fails the agreement assertion) or skip (it is left out, with a notice)", c.ReferenceMissing)
 	}
 	if c.LogLimit < logscan.MinLimit || c.LogLimit > MaxLogLimit {
 		bad("--log-limit %d: pass %d to %d bytes (e.g. 64MiB); serve.log keeps its head and tail within it", c.LogLimit, logscan.MinLimit, int64(MaxLogLimit))

@@ -121,7 +121,9 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 	res.Run.OrderSeed = &seed
 	g.logf("out: %s", out)
 	g.logf("prompt order: seed %d (--order-seed %d asks them in this order again)", seed, seed)
-	if ref := p.Reference; ref != nil {
+	if ref := p.Reference; ref != nil && ref.Missing != "" {
+		g.logf("reference: none usable at %s: %s; the agreement assertion fails", ref.File, ref.Missing)
+	} else if ref != nil {
 		// Kept beside the replies, so `judge DIR` judges the agreement
 		// again with no other file.
 		if err := report.WriteReference(out, ref); err != nil {
@@ -462,7 +464,7 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		a.g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
 	}
 	line := progress(&r)
-	if ref := p.Reference; ref != nil && !r.Warmup && r.Error == "" {
+	if ref := p.Reference; ref != nil && ref.Missing == "" && !r.Warmup && r.Error == "" {
 		// How it agrees, as the judge will compare it: the reply with
 		// the reference's to the same prompt.
 		ag := agree.CompareAll([]measure.Reply{r}, ref.Replies, a.g.Plan.Limits().Agreement.OrDefault())[0]

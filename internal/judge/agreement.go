@@ -27,6 +27,10 @@ func Agreements(in Input) []agree.Reply {
 // must have been compared.
 func judgeAgreement(in Input) Assertion {
 	a := Assertion{Name: Agreement}
+	if in.Reference.Missing != "" {
+		a.Detail = fmt.Sprintf("no usable reference at %s: %s; --reference-missing skip leaves the assertion out until there is one", in.Reference.File, in.Reference.Missing)
+		return a
+	}
 	b := in.Limits.Agreement.OrDefault()
 	rs := Agreements(in)
 	var each, missing, bad, notes []string

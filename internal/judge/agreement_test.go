@@ -204,3 +204,17 @@ func TestJudgeAgreementInJudge(t *testing.T) {
 		t.Errorf("Judge(no replies) assertions mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestJudgeAgreementMissing: a reference asked for and not found fails the
+// assertion, saying why, whatever the replies.
+func TestJudgeAgreementMissing(t *testing.T) {
+	in := Input{Replies: []measure.Reply{said(1, "France?", sure(" Paris"))},
+		Reference: &Reference{File: "github:ref-*", Missing: "no successful run of gate.yml on ref-*"}}
+	want := Assertion{Name: Agreement, Detail: "no usable reference at github:ref-*: no successful run of gate.yml on ref-*; --reference-missing skip leaves the assertion out until there is one"}
+	if diff := cmp.Diff(want, judgeAgreement(in)); diff != "" {
+		t.Errorf("judgeAgreement(missing reference) mismatch (-want +got):\n%s", diff)
+	}
+	if v := Judge(in); v.Pass {
+		t.Errorf("Judge(missing reference) passed: %+v", v)
+	}
+}

@@ -93,6 +93,9 @@ type Baseline struct {
 type Reference struct {
 	File    string          `json:"file"` // where it came from: a path, or the run of github:PATTERN
 	Replies []measure.Reply `json:"-"`
+	// Missing says why no usable reference was found where one was asked
+	// for: the agreement assertion fails, saying so.
+	Missing string `json:"missing,omitempty"`
 }
 
 // Input is everything the judge looks at.

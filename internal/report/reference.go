@@ -42,6 +42,10 @@ type Reference struct {
 	// Replies are the reference's replies to the prompts this run can ask,
 	// each kept with what the agreement reads (KeepForAgreement).
 	Replies []measure.Reply `json:"-"`
+	// Missing says why no usable reference was found where one was asked
+	// for (--reference github:PATTERN): the agreement assertion then fails,
+	// saying so. No replies are kept.
+	Missing string `json:"missing,omitempty"`
 }
 
 // Checked is what a reference was checked to share with the run.
@@ -58,7 +62,7 @@ func (r *Reference) Judge() *judge.Reference {
 	if r == nil {
 		return nil
 	}
-	return &judge.Reference{File: r.File, Replies: r.Replies}
+	return &judge.Reference{File: r.File, Replies: r.Replies, Missing: r.Missing}
 }
 
 // referenceFile is out/reference.json.

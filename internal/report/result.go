@@ -325,7 +325,7 @@ func Read(dir string) (*Result, error) {
 	}
 	if ref != nil {
 		r.Reference = ref
-	} else if r.Reference != nil {
+	} else if r.Reference != nil && r.Reference.Missing == "" {
 		// The agreement then has nothing to compare, and its detail names
 		// the reference by File: say why there.
 		r.Reference.Replies = nil
