@@ -130,7 +130,7 @@ func writeJudged(getenv func(string) string, res *report.Result, note string) (s
 	if err != nil {
 		return "", err
 	}
-	if err := report.WriteJSON(filepath.Join(dir, report.ResultFile), res); err != nil {
+	if err := report.WriteResult(filepath.Join(dir, report.ResultFile), res); err != nil {
 		return "", err
 	}
 	md := note + report.Markdown(res, report.MarkdownLimit-len(note))

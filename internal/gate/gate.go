@@ -147,6 +147,9 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 		res.NoReplies += "; the serve then " + res.Serve.Exit
 	}
 	res.Judged(judge.Judge(res.Input()))
+	if p.Kind == report.KindReference {
+		g.servesAsReference(res)
+	}
 	if ctx.Err() != nil {
 		res.Verdict = report.Cancelled
 	}
@@ -401,6 +404,26 @@ func (g *Gate) askAll(res *report.Result, a *asker) {
 	g.logf("%s", stopText(res.Replies, res.Limits, rule))
 }
 
+// Recording is the assertion record adds: the recording can serve as a
+// reference for a run of the same settings (a reply with content to every
+// prompt of its first round; its replies within what out/reference.json
+// holds).
+const Recording = "recording"
+
+// servesAsReference checks that res, a recording, can serve as the reference
+// of a run made with the same settings, as such a run will check it
+// (config.UseReference), and adds the recording assertion: a recording that
+// cannot serve fails, saying why, rather than pass and be refused by every
+// run.
+func (g *Gate) servesAsReference(res *report.Result) {
+	a := judge.Assertion{Name: Recording, OK: true, Detail: "it can serve as the reference of a run of the same --prompts, --max-tokens, --thinking and --max-replies"}
+	if _, err := config.UseReference("this recording", "", res, g.Plan.ReferenceWant()); err != nil {
+		a.OK, a.Detail = false, "it cannot serve as a reference: "+err.Error()
+		res.Verdict = report.Fail
+	}
+	res.Assertions = append(res.Assertions, a)
+}
+
 // stopText says why the gate stopped asking, for the log.
 func stopText(replies []measure.Reply, l judge.Limits, rule judge.Rule) string {
 	s, complete := judge.SignsOf(replies, l, rule.Lead)
@@ -460,7 +483,7 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		case <-time.After(time.Second):
 		}
 	}
-	if err := report.WriteJSON(filepath.Join(a.out, report.ReplyFile(&r)), &r); err != nil {
+	if err := report.WriteReply(filepath.Join(a.out, report.ReplyFile(&r)), &r); err != nil {
 		a.g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
 	}
 	line := progress(&r)

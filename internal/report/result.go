@@ -285,10 +285,65 @@ func ReplyFile(r *measure.Reply) string {
 
 // Write writes result.json and summary.md into dir.
 func Write(dir string, r *Result) error {
-	if err := WriteJSON(filepath.Join(dir, ResultFile), r); err != nil {
+	if err := WriteResult(filepath.Join(dir, ResultFile), r); err != nil {
 		return err
 	}
 	return writeAtomic(filepath.Join(dir, SummaryFile), []byte(Markdown(r, MarkdownLimit)))
+}
+
+// WriteResult writes r as result.json at path. The replies' tokens with
+// their logprobs (measure.Reply.Generated) are kept in their reply files
+// only, where Read takes them from: in result.json they would take hundreds
+// of bytes a token for every reply at once (a recording of 15 replies of
+// 2048 tokens, top 5, came to 27 MB, past what every reader takes), and
+// Read overlays the reply files on result.json's replies. What is left is
+// refused past MaxFile: the gate does not write a file its readers refuse.
+func WriteResult(path string, r *Result) error {
+	out := *r
+	out.Replies, out.Warmups = withoutTokens(r.Replies), withoutTokens(r.Warmups)
+	b, err := json.MarshalIndent(&out, "", "  ")
+	if err != nil {
+		return err
+	}
+	if len(b)+1 > MaxFile {
+		return fmt.Errorf("%s would be %d bytes, more than the %d a run's file may be; ask fewer --max-replies", path, len(b)+1, MaxFile)
+	}
+	return writeAtomic(path, append(b, '\n'))
+}
+
+// WriteReply writes reply r to path (its reply file). A reply whose file
+// would pass MaxFile keeps no tokens (Logprobs becomes
+// measure.LogprobsGarbage, saying why), in r too, so the run judges what its
+// file holds; one still past it is not written.
+func WriteReply(path string, r *measure.Reply) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if len(b)+1 > MaxFile && r.Generated != nil {
+		r.Logprobs, r.Generated = measure.LogprobsGarbage, nil
+		r.LogprobsDetail = fmt.Sprintf("the tokens with their logprobs would take the reply's file to %d bytes, past the %d a run's file may be: none kept", len(b)+1, MaxFile)
+		if b, err = json.MarshalIndent(r, "", "  "); err != nil {
+			return err
+		}
+	}
+	if len(b)+1 > MaxFile {
+		return fmt.Errorf("%s would be %d bytes, more than the %d a run's file may be", path, len(b)+1, MaxFile)
+	}
+	return writeAtomic(path, append(b, '\n'))
+}
+
+// withoutTokens is replies without their tokens (measure.Reply.Generated).
+func withoutTokens(replies []measure.Reply) []measure.Reply {
+	if replies == nil {
+		return nil
+	}
+	out := make([]measure.Reply, len(replies))
+	for i, rep := range replies {
+		rep.Generated = nil
+		out[i] = rep
+	}
+	return out
 }
 
 var replyName = regexp.MustCompile(`^reply_(\d+)\.json$`)
