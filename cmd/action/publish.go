@@ -156,5 +156,8 @@ func publishInput(c *config.Config, set func(string) bool) string {
 	if c.Comment != "on-pr" && c.Comment != "never" {
 		problems = append(problems, fmt.Sprintf("--comment %q: pass on-pr or never", c.Comment))
 	}
+	if err := config.CheckPRNumber(c.PRNumber); err != nil {
+		problems = append(problems, err.Error())
+	}
 	return strings.Join(problems, "\n")
 }

@@ -366,8 +366,8 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.Comment != "on-pr" && c.Comment != "never" {
 		bad("--comment %q: pass on-pr or never", c.Comment)
 	}
-	if c.PRNumber < 0 || c.PRNumber > math.MaxInt32 {
-		bad("--pr-number %d: pass a pull request number (1 to %d), or 0 for the event's own", c.PRNumber, math.MaxInt32)
+	if err := CheckPRNumber(c.PRNumber); err != nil {
+		errs = append(errs, err)
 	}
 
 	// The out directory last: only a good configuration creates it.
@@ -380,6 +380,15 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 		return nil, errors.Join(errs...)
 	}
 	return p, nil
+}
+
+// CheckPRNumber checks --pr-number: a pull request's number, or 0 for the
+// event's own.
+func CheckPRNumber(n int) error {
+	if n < 0 || n > math.MaxInt32 {
+		return fmt.Errorf("--pr-number %d: pass a pull request number (1 to %d), or 0 for the event's own", n, math.MaxInt32)
+	}
+	return nil
 }
 
 // CheckLimits checks what the judge uses: the floor, the first-token limit,
