@@ -83,8 +83,9 @@ func onlyTags(s string) bool {
 		if s == "" {
 			return true
 		}
+		// Up to the first '>': none (-1) leaves "", no tag.
 		end := strings.IndexByte(s, '>')
-		if end < 0 || !isTag(s[:end+1]) {
+		if !isTag(s[:end+1]) {
 			return false
 		}
 		s = s[end+1:]
