@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/sethvargo/go-githubactions"
 
@@ -94,8 +95,18 @@ func (e *env) historyReference(ctx context.Context, plan *config.Plan, a *github
 	}
 	var nf *history.NotFound
 	switch {
+	case errors.As(err, &nf) && plan.ReferenceMissing == config.ReferenceMissingSkip:
+		notice("no reference: %s; the run goes on without the agreement assertion, as --reference-missing skip asks (record one with npu-serve-smoke record and upload its out/ as %s: docs/workflow.md)", nf.Why, name)
 	case errors.As(err, &nf):
-		notice("no reference: %s; the run goes on without the agreement assertion (record one with npu-serve-smoke record and upload its out/ as %s: docs/workflow.md)", nf.Why, name)
+		// A reference was asked for and none can be used: the agreement
+		// fails, saying why, rather than vanish from the verdict.
+		why := nf.Why
+		if len(f.Skipped) > 0 {
+			why += "; passed over: " + strings.Join(f.Skipped, "; ")
+		}
+		why += fmt.Sprintf(" (record one with npu-serve-smoke record and upload its out/ as %s: docs/workflow.md)", name)
+		plan.Reference = &report.Reference{File: plan.Config.Reference, Missing: why}
+		notice("no reference: %s; the agreement assertion fails (--reference-missing skip leaves it out until there is one)", why)
 	case err != nil:
 		return bad(err)
 	default:

@@ -67,6 +67,7 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Energy, "energy", c.Energy, "the energy sensor read while the judged replies decode: auto, off, nvml[:N], npu-smi[:N], hwmon[:NAME], rapl[:N], counter:PATH[:uj|mj|j] or power:PATH[:uw|mw|w] (docs/measuring.md)")
 	fs.DurationVar(&c.EnergyIdle, "energy-idle", c.EnergyIdle, "how long the serve's idle power is read before the first judged request and after the last (at least ten sensor periods; 0: no net figure)")
 	fs.Float64Var(&c.MaxJoulesPerToken, "max-joules-per-token", c.MaxJoulesPerToken, "net joules per decoded token allowed: makes the energy row an assertion (0: the row is for people only)")
+	fs.StringVar(&c.ReferenceMissing, "reference-missing", c.ReferenceMissing, "fail or skip: what --reference github:PATTERN does when it finds no usable recording (fail: the agreement assertion fails, saying why)")
 	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client (timed from the stream) or server (the serve's timings)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "limit for one whole reply")
 	fs.Var((*byteSize)(&c.LogLimit), "log-limit", "bytes of serve.log kept on disk, its head and its tail (e.g. 64MiB); the route is read on the whole stream")

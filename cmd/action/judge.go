@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/evidence"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
@@ -87,7 +86,8 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 	// The run's own limits, where no flag replaces them.
 	c := config.Default()
 	c.Floor, c.FirstTokenMS, c.RateSource = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource
-	c.MaxRegression = res.Limits.MaxRegression * 100
+	// A run made before it kept the bound keeps the default.
+	c.MaxRegression = res.Limits.Regression() * 100
 	c.MaxJoulesPerToken = res.Limits.MaxJoulesPerToken
 	// A run made before the sequential rule has no lead: its replies are
 	// counted at the default.
@@ -95,10 +95,10 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 		c.Lead = res.Limits.Lead
 	}
 	c.FastRoute, c.SlowRoute = res.Route.FastPatterns, res.Route.SlowPatterns
-	if b := res.Limits.Agreement; b != (agree.Bounds{}) {
-		// A run made before the agreement keeps the defaults.
-		c.AgreementTieMargin, c.AgreementMaxKL = b.TieMargin, b.MaxKL
-	}
+	// A run made before the agreement keeps the defaults; bounds of 0 are
+	// exact.
+	b := res.Limits.Agreement.OrDefault()
+	c.AgreementTieMargin, c.AgreementMaxKL = b.TieMargin, b.MaxKL
 	if res.Limits.FloorDerived {
 		c.FloorWhy = res.Limits.FloorWhy
 	}
@@ -133,10 +133,6 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 			c.MaxJoulesPerToken = d.MaxJoulesPerToken
 		}
 	})
-	if d.Baseline != "" && c.MaxRegression == 0 && !setFlags(fs)("max-regression") {
-		c.MaxRegression = config.Default().MaxRegression
-		delete(fromRun, "max-regression")
-	}
 	return c, func(flag string) string {
 		if field, ok := fromRun[flag]; ok {
 			return fmt.Sprintf("%s's %s", filepath.Join(dir, report.ResultFile), field)

@@ -135,7 +135,7 @@ func writeJudged(getenv func(string) string, res *report.Result, note string) (s
 	if err != nil {
 		return "", err
 	}
-	if err := report.WriteJSON(filepath.Join(dir, report.ResultFile), res); err != nil {
+	if err := report.WriteResult(filepath.Join(dir, report.ResultFile), res); err != nil {
 		return "", err
 	}
 	md := note + report.Markdown(res, report.MarkdownLimit-len(note))
@@ -160,6 +160,9 @@ func publishInput(c *config.Config, set func(string) bool) string {
 	}
 	if c.Comment != "on-pr" && c.Comment != "never" {
 		problems = append(problems, fmt.Sprintf("--comment %q: pass on-pr or never", c.Comment))
+	}
+	if err := config.CheckPRNumber(c.PRNumber); err != nil {
+		problems = append(problems, err.Error())
 	}
 	return strings.Join(problems, "\n")
 }

@@ -120,6 +120,9 @@ func (o *reportOptions) check(inActions bool) ([]fleet.Job, []string) {
 	if d.Comment != "on-pr" && d.Comment != "never" {
 		problems = append(problems, fmt.Sprintf("--comment %q: pass on-pr or never", d.Comment))
 	}
+	if err := config.CheckPRNumber(d.PRNumber); err != nil {
+		problems = append(problems, err.Error())
+	}
 	for _, dir := range o.dirs {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			problems = append(problems, fmt.Sprintf("%s is not a directory; pass the downloaded artifacts' directories (download-artifact puts each in PATH/NAME)", dir))

@@ -23,12 +23,15 @@ type Bounds struct {
 // Reply is how one reply of the run agrees with the reference's reply to the
 // same prompt.
 type Reply struct {
-	N      int    `json:"n"`      // the run's reply
-	RefN   int    `json:"ref_n"`  // the reference's reply to the same prompt; 0: it has none
-	Unit   string `json:"unit"`   // "tokens", or "bytes" when either side sent no logprobs (text only)
-	Agree  int    `json:"agree"`  // units equal before the first divergence
-	Of     int    `json:"of"`     // units of the longer of the two replies
-	Shared int    `json:"shared"` // positions with logprobs on both sides, compared
+	N    int    `json:"n"`     // the run's reply
+	RefN int    `json:"ref_n"` // the reference's reply to the same prompt; 0: it has none
+	Unit string `json:"unit"`  // "tokens", or "bytes" when either side's tokens cannot be compared (text only)
+	// TextOnly says why the unit is "bytes": which side, and what of its
+	// logprobs (none, or tokens that are not its streamed text).
+	TextOnly string `json:"text_only,omitempty"`
+	Agree    int    `json:"agree"`  // units equal before the first divergence
+	Of       int    `json:"of"`     // units of the longer of the two replies
+	Shared   int    `json:"shared"` // positions with logprobs on both sides, compared
 	// K is the top-K the lists were compared on: the smaller of the two
 	// sides' (MaxK at most). KNote says so when the sides differ.
 	K     int    `json:"k,omitempty"`
@@ -85,11 +88,12 @@ const (
 // Default is Bounds with the defaults.
 var Default = Bounds{TieMargin: DefaultTieMargin, MaxKL: DefaultMaxKL}
 
-// OrDefault is b, or Default when b is zero (bounds that were never set: a
-// result.json from before the agreement assertion).
-func (b Bounds) OrDefault() Bounds {
-	if b == (Bounds{}) {
+// OrDefault is *b, or Default when b is nil (bounds that were never set: a
+// result.json from before the agreement assertion). Bounds that were set
+// stay as they are, zero included: 0 is exact.
+func (b *Bounds) OrDefault() Bounds {
+	if b == nil {
 		return Default
 	}
-	return b
+	return *b
 }

@@ -3,7 +3,6 @@ package agree
 import (
 	"fmt"
 	"math"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
@@ -44,9 +43,10 @@ var minLogprob = math.Log(MinProb)
 // Compare says how far run agrees with ref, two replies to the same prompt,
 // within the bounds b.
 //
-// With logprobs on both sides (Reply.Logprobs measure.LogprobsSent) the unit
-// is the token. Two tokens are equal when their ids are, where both sides give
-// one, else when their texts are. Agree is the tokens equal before the first
+// With logprobs on both sides (Reply.Logprobs measure.LogprobsSent), each
+// side's tokens being the text it streamed (measure.Reply.TokensNotText), the
+// unit is the token. Two tokens are equal when their texts are, and their ids
+// too where both sides give one. Agree is the tokens equal before the first
 // divergence, Of the tokens of the longer reply. The divergence is at a
 // near-tie when the reference's two most likely tokens there are within
 // b.TieMargin nats and this run's token is among the reference's top K; a
@@ -66,17 +66,17 @@ var minLogprob = math.Log(MinProb)
 // The reply agrees (OK) when it has no real disagreement (no divergence, or
 // one at a near-tie) and its mean KL is at most b.MaxKL.
 //
-// Without logprobs on either side (or a side that says it sent them and sent
-// no token for its content), the unit is the byte: Agree is the common
-// prefix of the two contents, and the reply agrees only when they are equal;
-// this is weaker evidence, and Unit says so.
+// Without logprobs on either side, or with tokens that are not a side's
+// streamed text, the unit is the byte: Agree is the common prefix of the two
+// contents, and the reply agrees only when they are equal; this is weaker
+// evidence, Unit says so and TextOnly says why.
 //
 // Either reply being an error fails it. Input is the serve's: NaN, positive
 // and infinite logprobs, lists out of order or with repeats are handled (see
 // topK). The time is linear in the tokens.
 func Compare(ref, run *measure.Reply, b Bounds) Reply {
 	r := Reply{N: run.N, RefN: ref.N, Unit: UnitTokens}
-	if !tokens(ref) || !tokens(run) {
+	if r.TextOnly = textOnly(ref, run); r.TextOnly != "" {
 		r.Unit = UnitBytes
 	}
 	if run.Error != "" {
@@ -95,20 +95,38 @@ func Compare(ref, run *measure.Reply, b Bounds) Reply {
 	return r
 }
 
-// tokens reports whether r's tokens can be compared: it sent logprobs, and
-// their texts, put together, hold its content (the serve's listed tokens are
-// then the text it streamed; they may cover reasoning or an end token too). A
-// serve that listed tokens it did not stream, or left some out, is compared
-// by its text: its tokens say nothing of it.
-func tokens(r *measure.Reply) bool {
+// textOnly says why the two replies are compared by their text, or "" when
+// their tokens can be: each side sent logprobs, and its tokens are the text
+// it streamed (measure.Reply.TokensNotText). A serve that listed tokens it
+// did not stream, or left some out, is compared by its text: its tokens say
+// nothing of it.
+func textOnly(ref, run *measure.Reply) string {
+	if why := tokensWhy(ref); why != "" {
+		return "the reference's reply: " + why
+	}
+	if why := tokensWhy(run); why != "" {
+		return "this run's reply: " + why
+	}
+	return ""
+}
+
+// noLogprobs is why a reply's Logprobs leaves no tokens to compare.
+var noLogprobs = map[string]string{
+	"":                      "no logprobs asked",
+	measure.LogprobsNone:    "no logprobs sent",
+	measure.LogprobsRefused: "logprobs refused",
+	measure.LogprobsGarbage: "logprobs not believed",
+}
+
+// tokensWhy is why r's tokens cannot be compared, or "".
+func tokensWhy(r *measure.Reply) string {
 	if r.Logprobs != measure.LogprobsSent {
-		return false
+		if why, ok := noLogprobs[r.Logprobs]; ok {
+			return why
+		}
+		return "no logprobs"
 	}
-	var b strings.Builder
-	for i := range r.Generated {
-		b.WriteString(r.Generated[i].Text)
-	}
-	return strings.Contains(b.String(), r.Content)
+	return r.TokensNotText()
 }
 
 // compareText is Compare without logprobs: the common prefix in bytes.
@@ -168,13 +186,15 @@ func ended(refLen, runLen, i int) string {
 	return ""
 }
 
-// same reports whether two tokens are the same: by id when both give one,
-// else by text.
+// same reports whether two tokens are the same: their texts equal, and their
+// ids too when both give one. An id alone is not enough: a serve with the
+// right ids and the wrong words (a wrong vocabulary or byte decoding) does
+// not agree.
 func same(a, b measure.Alt) bool {
-	if a.ID != nil && b.ID != nil {
-		return *a.ID == *b.ID
+	if a.Text != b.Text {
+		return false
 	}
-	return a.Text == b.Text
+	return a.ID == nil || b.ID == nil || *a.ID == *b.ID
 }
 
 // alt is a token as an alternative.

@@ -57,6 +57,9 @@ func sure(t string) measure.Token {
 
 var bounds = Bounds{TieMargin: 0.1, MaxKL: 0.01}
 
+// noneAsked is why a reference recorded without logprobs is compared by text.
+const noneAsked = "the reference's reply: no logprobs asked"
+
 func TestCompare(t *testing.T) {
 	tieRef := tok(" A", a(" A", 0.50), a(" B", 0.48), a(" C", 0.01))
 	tieKL := klByHand(map[string]float64{" A": 0.50, " B": 0.48, " C": 0.01}, map[string]float64{" B": 0.50, " A": 0.48, " C": 0.01})
@@ -137,13 +140,13 @@ func TestCompare(t *testing.T) {
 			name: "no logprobs on the reference: text only, in bytes",
 			ref:  measure.Reply{N: 1, Content: "The capital is Paris.", Logprobs: measure.LogprobsNone},
 			run:  rep(1, sure("The capital"), sure(" is"), sure(" Paris.")),
-			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 21, Of: 21, OK: true},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, TextOnly: "the reference's reply: no logprobs sent", Agree: 21, Of: 21, OK: true},
 		},
 		{
 			name: "logprobs said sent, but no token for the content: text only",
 			ref:  rep(1, sure("Paris")),
 			run:  measure.Reply{N: 1, Content: "Paris", Logprobs: measure.LogprobsSent},
-			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 5, Of: 5, OK: true},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, TextOnly: "this run's reply: its tokens, joined (0 bytes), do not end in its content (5 bytes)", Agree: 5, Of: 5, OK: true},
 		},
 		{
 			name: "both empty, logprobs sent: tokens, agreeing",
@@ -155,7 +158,7 @@ func TestCompare(t *testing.T) {
 			name: "text only, differing inside a character: quoted from its first byte",
 			ref:  measure.Reply{N: 1, Content: "café", Logprobs: measure.LogprobsRefused},
 			run:  measure.Reply{N: 1, Content: "cafè au lait, with a long tail that is cut", Logprobs: measure.LogprobsRefused},
-			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 4, Of: 43,
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, TextOnly: "the reference's reply: logprobs refused", Agree: 4, Of: 43,
 				Diverged: &Divergence{Position: 4, Ref: measure.Alt{Text: "é"}, Run: measure.Alt{Text: "è au lait, with a long "}},
 				Why:      "the texts differ at byte 5"},
 		},
@@ -163,7 +166,7 @@ func TestCompare(t *testing.T) {
 			name: "text only, this run shorter",
 			ref:  measure.Reply{N: 1, Content: "Paris"},
 			run:  measure.Reply{N: 1, Content: "Par"},
-			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 3, Of: 5,
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, TextOnly: noneAsked, Agree: 3, Of: 5,
 				Diverged: &Divergence{Position: 3, Ref: measure.Alt{Text: "is"}, Ended: EndedRun},
 				Why:      "the texts differ at byte 4"},
 		},
@@ -171,7 +174,7 @@ func TestCompare(t *testing.T) {
 			name: "text only, the reference shorter",
 			ref:  measure.Reply{N: 1, Content: "Par"},
 			run:  measure.Reply{N: 1, Content: "Paris"},
-			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 3, Of: 5,
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, TextOnly: noneAsked, Agree: 3, Of: 5,
 				Diverged: &Divergence{Position: 3, Run: measure.Alt{Text: "is"}, Ended: EndedReference},
 				Why:      "the texts differ at byte 4"},
 		},
@@ -179,7 +182,7 @@ func TestCompare(t *testing.T) {
 			name: "text only, the first character apart inside it; a long tail cut at a character's start",
 			ref:  measure.Reply{N: 1, Content: "é"},
 			run:  measure.Reply{N: 1, Content: "èxéééééééééééééé"},
-			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 1, Of: 31,
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, TextOnly: noneAsked, Agree: 1, Of: 31,
 				Diverged: &Divergence{Position: 1, Ref: measure.Alt{Text: "é"}, Run: measure.Alt{Text: "èxéééééééééé"}},
 				Why:      "the texts differ at byte 2"},
 		},
@@ -187,7 +190,7 @@ func TestCompare(t *testing.T) {
 			name: "text only, not UTF-8: cut where it is, a character being 4 bytes at most",
 			ref:  measure.Reply{N: 1, Content: strings.Repeat("\x80", 20) + "a" + strings.Repeat("\x80", 10)},
 			run:  measure.Reply{N: 1, Content: "a"},
-			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 0, Of: 31,
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, TextOnly: noneAsked, Agree: 0, Of: 31,
 				Diverged: &Divergence{Ref: measure.Alt{Text: strings.Repeat("\x80", 20) + "a\x80\x80\x80"}, Run: measure.Alt{Text: "a"}},
 				Why:      "the texts differ at byte 1"},
 		},
@@ -195,7 +198,7 @@ func TestCompare(t *testing.T) {
 			name: "text only, exactly as long as a quote",
 			ref:  measure.Reply{N: 1, Content: "a" + strings.Repeat("b", 24)},
 			run:  measure.Reply{N: 1, Content: "a"},
-			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Agree: 1, Of: 25,
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, TextOnly: noneAsked, Agree: 1, Of: 25,
 				Diverged: &Divergence{Position: 1, Ref: measure.Alt{Text: strings.Repeat("b", 24)}, Ended: EndedRun},
 				Why:      "the texts differ at byte 2"},
 		},
@@ -209,7 +212,7 @@ func TestCompare(t *testing.T) {
 			name: "the reference's reply is an error",
 			ref:  measure.Reply{N: 1, Error: "HTTP 500"},
 			run:  rep(1, sure("a")),
-			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, Why: "the reference's reply is an error"},
+			want: Reply{N: 1, RefN: 1, Unit: UnitBytes, TextOnly: "the reference's reply: no logprobs asked", Why: "the reference's reply is an error"},
 		},
 		{
 			name: "the same tokens but the distributions apart: the mean KL above the bound",
@@ -338,8 +341,8 @@ func TestTopK(t *testing.T) {
 			[]measure.Alt{lp("r", 0), lp("s", 0), lp("z", math.Log(MinProb))}},
 		{"equal logprobs keep their order", []measure.Alt{lp("a", -1), lp("b", -1), lp("c", -1)}, 2,
 			[]measure.Alt{lp("a", -1), lp("b", -1)}},
-		{"by id when both give one: one id, two texts, is one token", []measure.Alt{aID("a", 7, 0.5), aID("A", 7, 0.6), aID("a", 8, 0.1)}, 5,
-			[]measure.Alt{aID("A", 7, 0.6), aID("a", 8, 0.1)}},
+		{"one id, two texts, is two tokens; one text, two ids too", []measure.Alt{aID("a", 7, 0.5), aID("A", 7, 0.6), aID("a", 8, 0.1), aID("A", 7, 0.05)}, 5,
+			[]measure.Alt{aID("A", 7, 0.6), aID("a", 7, 0.5), aID("a", 8, 0.1)}},
 		{"empty", nil, 5, []measure.Alt{}},
 		{"k 0", []measure.Alt{lp("a", -1)}, 0, []measure.Alt{}},
 	}
@@ -413,8 +416,8 @@ func TestCompareK(t *testing.T) {
 	}
 }
 
-// TestCompareIDs: tokens are the same by id when both sides give one, else
-// by text.
+// TestCompareIDs: tokens are the same when their texts are, and their ids
+// too when both sides give one.
 func TestCompareIDs(t *testing.T) {
 	withID := func(text string, id int) measure.Token {
 		return measure.Token{Text: text, ID: &id, Logprob: -0.1, Top: []measure.Alt{aID(text, id, 0.9)}}
@@ -425,7 +428,8 @@ func TestCompareIDs(t *testing.T) {
 		ref, run measure.Token
 		agree    int
 	}{
-		{"one id, two texts (a byte token rendered apart)", withID("\ufffd", 5), withID("\xe9", 5), 1},
+		{"one id, two texts (the right id, the wrong word)", withID("\ufffd", 5), withID("\xe9", 5), 0},
+		{"one id, one text", withID("a", 5), withID("a", 5), 1},
 		{"one text, two ids", withID("a", 5), withID("a", 6), 0},
 		{"an id on one side only: by text", withID("a", 5), noID("a"), 1},
 		{"an id on one side only, texts apart", withID("a", 5), noID("b"), 0},
@@ -477,11 +481,14 @@ func TestMatch(t *testing.T) {
 }
 
 func TestOrDefault(t *testing.T) {
-	if got := (Bounds{}).OrDefault(); got != Default {
-		t.Errorf("Bounds{}.OrDefault() = %v, want %v", got, Default)
+	var unset *Bounds
+	if got := unset.OrDefault(); got != Default {
+		t.Errorf("(*Bounds)(nil).OrDefault() = %v, want %v", got, Default)
 	}
-	b := Bounds{TieMargin: 0, MaxKL: 1}
-	if got := b.OrDefault(); got != b {
-		t.Errorf("%v.OrDefault() = %v, want it unchanged", b, got)
+	// Bounds that were set stay, 0 included: 0 is exact, not "unset".
+	for _, b := range []Bounds{{}, {TieMargin: 0, MaxKL: 1}, {TieMargin: 0.2, MaxKL: 0}} {
+		if got := b.OrDefault(); got != b {
+			t.Errorf("%v.OrDefault() = %v, want it unchanged", b, got)
+		}
 	}
 }

@@ -94,6 +94,7 @@ func synthetic(rng *rand.Rand, r route) (ref, run measure.Reply) {
 			t := top(side.z, sepK)
 			side.reply.Generated = append(side.reply.Generated,
 				measure.Token{Text: t[0].Text, ID: t[0].ID, Logprob: t[0].Logprob, Top: t})
+			side.reply.Content += t[0].Text
 		}
 	}
 	return ref, run
@@ -155,6 +156,7 @@ func BenchmarkCompare(b *testing.B) {
 				}
 				t := top(z, MaxK)
 				ref.Generated = append(ref.Generated, measure.Token{Text: t[0].Text, ID: t[0].ID, Logprob: t[0].Logprob, Top: t})
+				ref.Content += t[0].Text
 			}
 			run := ref
 			b.ResetTimer()

@@ -66,7 +66,11 @@ type Config struct {
 	// Reference is a trusted route's run (its out directory or result.json)
 	// or github:PATTERN (resolved by the command): adds the agreement
 	// assertion.
-	Reference          string
+	Reference string
+	// ReferenceMissing is what a --reference github:PATTERN that finds no
+	// usable recording does: ReferenceMissingFail (the agreement assertion
+	// fails, saying why) or ReferenceMissingSkip (a notice; no assertion).
+	ReferenceMissing   string
 	AgreementTieMargin float64 // nats: agree.Bounds.TieMargin
 	AgreementMaxKL     float64 // nats: agree.Bounds.MaxKL
 	// Kind is report.KindReference for record: content and release judged,
@@ -108,6 +112,33 @@ const (
 // near-tie and distance, a few hundred bytes a token.
 const DefaultTopLogprobs = 5
 
+// Upper bounds of the numeric inputs that have no natural one: each is far
+// above any real use and keeps what a run writes within what its readers
+// take.
+const (
+	// MaxMaxTokens is the most --max-tokens: a reply's tokens with their
+	// logprobs are kept in its reply file, which readers take up to
+	// report.MaxFile (docs/reference.md gives the sizes).
+	MaxMaxTokens = 8192
+	// MaxWarmup is the most warm-up requests.
+	MaxWarmup = 1000
+	// MaxLogLimit is the most --log-limit: serve.log's head and tail, 1 GiB.
+	MaxLogLimit = 1 << 30
+)
+
+// notInPath reports whether r may not appear in a request path the gate
+// sends: a control character would split or forge the request line, a space
+// ends it.
+func notInPath(r rune) bool {
+	return r <= ' ' || r == 0x7f
+}
+
+// What --reference-missing takes.
+const (
+	ReferenceMissingFail = "fail" // no usable recording fails the agreement assertion
+	ReferenceMissingSkip = "skip" // no usable recording yet: a notice, no assertion
+)
+
 // HealthAuto tries the health paths serves commonly answer on.
 const HealthAuto = "auto"
 
@@ -134,7 +165,8 @@ func Default() Config {
 		Thinking:           "off",
 		ThinkingControl:    ThinkingKwargs,
 		RateSource:         judge.RateClient,
-		MaxRegression:      10,
+		MaxRegression:      judge.DefaultMaxRegression * 100,
+		ReferenceMissing:   ReferenceMissingFail,
 		AgreementTieMargin: agree.DefaultTieMargin,
 		AgreementMaxKL:     agree.DefaultMaxKL,
 		RequestTimeout:     2 * time.Minute,
@@ -190,8 +222,9 @@ func DefaultSlowRoute() []string { return slices.Clone(judge.DefaultSlowRoute) }
 
 // Limits are the judging limits of the configuration.
 func (c *Config) Limits() judge.Limits {
-	l := judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: c.MaxRegression / 100, Lead: c.Lead,
-		Agreement: agree.Bounds{TieMargin: c.AgreementTieMargin, MaxKL: c.AgreementMaxKL}, MaxJoulesPerToken: c.MaxJoulesPerToken}
+	regression := c.MaxRegression / 100
+	l := judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: &regression, Lead: c.Lead,
+		Agreement: &agree.Bounds{TieMargin: c.AgreementTieMargin, MaxKL: c.AgreementMaxKL}, MaxJoulesPerToken: c.MaxJoulesPerToken}
 	if c.Floor == DefaultFloor && c.FloorFromBaseline == 0 {
 		l.FloorWhy = DefaultFloorWhy
 	}
@@ -260,20 +293,20 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	}
 
 	// What to ask and how.
-	if c.Replies < 1 {
-		bad("--replies %d: pass 1 or more", c.Replies)
+	if c.Replies < 1 || c.Replies > report.MaxReplies {
+		bad("--replies %d: pass 1 to %d, the most replies a run's directory may hold", c.Replies, report.MaxReplies)
 	}
-	if c.MaxReplies < 1 {
-		bad("--max-replies %d: pass 1 or more (it is raised to --replies when lower)", c.MaxReplies)
+	if c.MaxReplies < 1 || c.MaxReplies > report.MaxReplies {
+		bad("--max-replies %d: pass 1 to %d, the most replies a run's directory may hold (it is raised to --replies when lower)", c.MaxReplies, report.MaxReplies)
 	}
 	if c.OrderSeed != nil && *c.OrderSeed > prompts.MaxSeed {
 		bad("--order-seed %d: pass a seed from 0 to %d (2^53 - 1), e.g. the order_seed of a run's result.json", *c.OrderSeed, uint64(prompts.MaxSeed))
 	}
-	if c.Warmup < 0 {
-		bad("--warmup %d: pass 0 or more", c.Warmup)
+	if c.Warmup < 0 || c.Warmup > MaxWarmup {
+		bad("--warmup %d: pass 0 to %d", c.Warmup, MaxWarmup)
 	}
-	if c.MaxTokens < 2 {
-		bad("--max-tokens %d: pass 2 or more; a decode rate needs at least two tokens", c.MaxTokens)
+	if c.MaxTokens < 2 || c.MaxTokens > MaxMaxTokens {
+		bad("--max-tokens %d: pass 2 to %d; a decode rate needs at least two tokens, and a reply's file holds its tokens", c.MaxTokens, MaxMaxTokens)
 	}
 	if c.TopLogprobs < 0 || c.TopLogprobs > probe.MaxTopLogprobs {
 		bad("--top-logprobs %d: pass 0 (ask for no logprobs) to %d, the most serves allow", c.TopLogprobs, probe.MaxTopLogprobs)
@@ -306,8 +339,11 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if err := c.checkReference(p); err != nil {
 		errs = append(errs, err)
 	}
-	if c.LogLimit < logscan.MinLimit {
-		bad("--log-limit %d: pass at least %d bytes (e.g. 64MiB); serve.log keeps its head and tail within it", c.LogLimit, logscan.MinLimit)
+	if c.ReferenceMissing != ReferenceMissingFail && c.ReferenceMissing != ReferenceMissingSkip {
+		bad("--reference-missing %q: pass fail (a --reference github: that finds no usable recording fails the agreement assertion) or skip (it is left out, with a notice)", c.ReferenceMissing)
+	}
+	if c.LogLimit < logscan.MinLimit || c.LogLimit > MaxLogLimit {
+		bad("--log-limit %d: pass %d to %d bytes (e.g. 64MiB); serve.log keeps its head and tail within it", c.LogLimit, logscan.MinLimit, int64(MaxLogLimit))
 	}
 	if c.Thinking != "on" && c.Thinking != "off" {
 		bad("--thinking %q: pass on or off", c.Thinking)
@@ -315,8 +351,10 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if !slices.Contains([]string{ThinkingKwargs, ThinkingEffort, ThinkingBoth, ThinkingThink}, c.ThinkingControl) {
 		bad("--thinking-control %q: pass %s, %s, %s or %s", c.ThinkingControl, ThinkingKwargs, ThinkingEffort, ThinkingBoth, ThinkingThink)
 	}
-	for name, path := range map[string]string{"--chat-path": c.ChatPath, "--stats-path": c.StatsPath} {
-		if path != "" && !strings.HasPrefix(path, "/") || name == "--chat-path" && path == "" {
+	for name, path := range map[string]string{"--chat-path": c.ChatPath, "--stats-path": c.StatsPath, "--health": c.Health} {
+		if strings.ContainsFunc(path, notInPath) {
+			bad("%s %q: a path holds no spaces or control characters; pass a path such as /v1/chat/completions", name, path)
+		} else if name != "--health" && (path != "" && !strings.HasPrefix(path, "/") || name == "--chat-path" && path == "") {
 			bad("%s %q: pass a path that starts with /", name, path)
 		}
 	}
@@ -332,8 +370,8 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	} else if err := hold.CheckName(c.Device); err != nil {
 		bad("--%v", err)
 	}
-	if c.Count < 1 {
-		bad("--count %d: ask for 1 device or more", c.Count)
+	if c.Count < 1 || c.Count > hold.MaxDevices {
+		bad("--count %d: ask for 1 to %d devices", c.Count, hold.MaxDevices)
 	} else if c.Count > 1 && c.Hold != "builtin" {
 		bad("--count %d needs --hold builtin: the gate hands out a pool's devices itself", c.Count)
 	}
@@ -358,8 +396,8 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.Comment != "on-pr" && c.Comment != "never" {
 		bad("--comment %q: pass on-pr or never", c.Comment)
 	}
-	if c.PRNumber < 0 {
-		bad("--pr-number %d: pass a pull request number, or 0 for the event's own", c.PRNumber)
+	if err := CheckPRNumber(c.PRNumber); err != nil {
+		errs = append(errs, err)
 	}
 
 	// The out directory last: only a good configuration creates it.
@@ -372,6 +410,15 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 		return nil, errors.Join(errs...)
 	}
 	return p, nil
+}
+
+// CheckPRNumber checks --pr-number: a pull request's number, or 0 for the
+// event's own.
+func CheckPRNumber(n int) error {
+	if n < 0 || n > math.MaxInt32 {
+		return fmt.Errorf("--pr-number %d: pass a pull request number (1 to %d), or 0 for the event's own", n, math.MaxInt32)
+	}
+	return nil
 }
 
 // CheckLimits checks what the judge uses: the floor, the first-token limit,
@@ -409,8 +456,8 @@ func (c *Config) CheckLimitsFrom(name func(flag string) string) error {
 	if !(c.MaxJoulesPerToken >= 0) || math.IsInf(c.MaxJoulesPerToken, 0) {
 		errs = append(errs, fmt.Errorf("%s %v: pass the net joules per decoded token allowed, above 0 (e.g. 0.5), or 0 for no ceiling", name("max-joules-per-token"), c.MaxJoulesPerToken))
 	}
-	if c.Lead < 1 {
-		errs = append(errs, fmt.Errorf("%s %d: pass 1 or more; %d, the default, is Wald's test at alpha %g (docs/measuring.md)", name("lead"), c.Lead, judge.DefaultLead, judge.Alpha))
+	if c.Lead < 1 || c.Lead > report.MaxReplies {
+		errs = append(errs, fmt.Errorf("%s %d: pass 1 to %d; %d, the default, is Wald's test at alpha %g (docs/measuring.md)", name("lead"), c.Lead, report.MaxReplies, judge.DefaultLead, judge.Alpha))
 	}
 	errs = append(errs, checkPatterns(name("fast-route"), true, c.FastRoute)...)
 	errs = append(errs, checkPatterns(name("slow-route"), false, c.SlowRoute)...)

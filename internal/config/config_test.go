@@ -3,9 +3,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,6 +94,12 @@ func TestCheckBad(t *testing.T) {
 	os.WriteFile(filepath.Join(used, "reply_1.json"), []byte("{}"), 0o644)
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o644)
+	// A FIFO no one writes: opened for reading the way a file is, it
+	// blocks for ever.
+	fifo := filepath.Join(t.TempDir(), "prompts.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name string
@@ -106,9 +114,9 @@ func TestCheckBad(t *testing.T) {
 		{"port too high", func(c *Config) { c.Port = 70000 }, "--port 70000 is out of range"},
 		{"port negative", func(c *Config) { c.Port = -1 }, "--port -1 is out of range"},
 		{"health without slash", func(c *Config) { c.Health = "health" }, `--health "health": pass a path that starts with /`},
-		{"replies below 1", func(c *Config) { c.Replies = 0 }, "--replies 0: pass 1 or more"},
-		{"warmup negative", func(c *Config) { c.Warmup = -1 }, "--warmup -1: pass 0 or more"},
-		{"max-tokens below 2", func(c *Config) { c.MaxTokens = 1 }, "--max-tokens 1: pass 2 or more"},
+		{"replies below 1", func(c *Config) { c.Replies = 0 }, "--replies 0: pass 1 to 65536"},
+		{"warmup negative", func(c *Config) { c.Warmup = -1 }, "--warmup -1: pass 0 to 1000"},
+		{"max-tokens below 2", func(c *Config) { c.MaxTokens = 1 }, "--max-tokens 1: pass 2 to 8192"},
 		{"top-logprobs negative", func(c *Config) { c.TopLogprobs = -1 }, "--top-logprobs -1: pass 0 (ask for no logprobs) to 20"},
 		{"top-logprobs above 20", func(c *Config) { c.TopLogprobs = 21 }, "--top-logprobs 21: pass 0"},
 		{"floor zero", func(c *Config) { c.Floor = 0 }, "--floor 0: pass a positive number"},
@@ -126,7 +134,7 @@ func TestCheckBad(t *testing.T) {
 		{"hold timeout", func(c *Config) { c.HoldTimeout = 0 }, "--hold-timeout 0s"},
 		{"device with a slash", func(c *Config) { c.Device = "../etc" }, `--device "../etc"`},
 		{"device read as another's ticket", func(c *Config) { c.Device = "npu.h.00000000000000000001" }, `--device "npu.h.00000000000000000001": a device name may not hold ".h.": ticket files are named DEVICE.q.N and DEVICE.h.N, so its tickets would read as those of "npu"; rename it, e.g. npu-h-00000000000000000001`},
-		{"count below 1", func(c *Config) { c.Count = 0 }, "--count 0: ask for 1 device or more"},
+		{"count below 1", func(c *Config) { c.Count = 0 }, "--count 0: ask for 1 to 256 devices"},
 		{"count without the builtin hold", func(c *Config) { c.Count, c.Hold = 2, "none" }, "--count 2 needs --hold builtin: the gate hands out a pool's devices itself"},
 		{"hold unknown", func(c *Config) { c.Hold = "maybe" }, `--hold "maybe": pass builtin, none, or command:NAME`},
 		{"hold command empty", func(c *Config) { c.Hold = "command:" }, `--hold "command:"`},
@@ -136,7 +144,7 @@ func TestCheckBad(t *testing.T) {
 		{"out not writable", func(c *Config) { c.Out = readOnly }, "--out " + readOnly + " cannot be written"},
 		{"out is a file", func(c *Config) { c.Out = file + "/sub" }, "--out " + file + "/sub cannot be created"},
 		{"out holds a run", func(c *Config) { c.Out = used }, "already holds a run (reply_1.json)"},
-		{"max-replies below 1", func(c *Config) { c.MaxReplies = 0 }, "--max-replies 0: pass 1 or more"},
+		{"max-replies below 1", func(c *Config) { c.MaxReplies = 0 }, "--max-replies 0: pass 1 to 65536"},
 		{"thinking control", func(c *Config) { c.ThinkingControl = "prompt" }, `--thinking-control "prompt": pass chat-template-kwargs, reasoning-effort, both or think`},
 		{"chat path without slash", func(c *Config) { c.ChatPath = "v1/chat" }, `--chat-path "v1/chat": pass a path that starts with /`},
 		{"chat path empty", func(c *Config) { c.ChatPath = "" }, `--chat-path "": pass a path`},
@@ -146,6 +154,29 @@ func TestCheckBad(t *testing.T) {
 		{"max-regression NaN", func(c *Config) { c.MaxRegression = nan() }, "--max-regression NaN"},
 		{"baseline missing", func(c *Config) { c.Baseline = "/nonexistent/result.json" }, "--baseline: /nonexistent/result.json: no such file or directory; pass the result.json of an earlier run"},
 		{"baseline foreign", func(c *Config) { c.Baseline = file }, "not a result file"},
+		// Absurd numbers: each bounded, named, with what to pass.
+		{"max-tokens at the int64 maximum", func(c *Config) { c.MaxTokens = math.MaxInt64 }, "--max-tokens 9223372036854775807: pass 2 to 8192"},
+		{"max-tokens one above its bound", func(c *Config) { c.MaxTokens = MaxMaxTokens + 1 }, "--max-tokens 8193: pass 2 to 8192"},
+		{"replies beyond a run's directory", func(c *Config) { c.Replies = 65537 }, "--replies 65537: pass 1 to 65536, the most replies a run's directory may hold"},
+		{"max-replies beyond a run's directory", func(c *Config) { c.MaxReplies = 65537 }, "--max-replies 65537: pass 1 to 65536"},
+		{"warmup absurd", func(c *Config) { c.Warmup = MaxWarmup + 1 }, "--warmup 1001: pass 0 to 1000"},
+		{"lead absurd", func(c *Config) { c.Lead = math.MaxInt }, "--lead 9223372036854775807: pass 1 to 65536"},
+		{"lead 0", func(c *Config) { c.Lead = 0 }, "--lead 0: pass 1 to 65536"},
+		{"count absurd", func(c *Config) { c.Count = 257 }, "--count 257: ask for 1 to 256 devices"},
+		{"pr-number absurd", func(c *Config) { c.PRNumber = math.MaxInt32 + 1 }, "--pr-number 2147483648: pass a pull request number (1 to 2147483647)"},
+		{"log-limit absurd", func(c *Config) { c.LogLimit = math.MaxInt64 }, "--log-limit 9223372036854775807: pass 4096 to 1073741824 bytes"},
+		{"log-limit too small", func(c *Config) { c.LogLimit = 1 }, "--log-limit 1: pass 4096 to 1073741824 bytes"},
+		{"agreement-tie-margin infinite", func(c *Config) { c.AgreementTieMargin = inf() }, "--agreement-tie-margin +Inf: pass a margin in nats"},
+		{"agreement-max-kl NaN", func(c *Config) { c.AgreementMaxKL = nan() }, "--agreement-max-kl NaN: pass a distance in nats"},
+		// Control characters and spaces in a request path.
+		{"chat path with a line break", func(c *Config) { c.ChatPath = "/v1/chat\r\nX-Forged: 1" }, `--chat-path "/v1/chat\r\nX-Forged: 1": a path holds no spaces or control characters`},
+		{"chat path with a space", func(c *Config) { c.ChatPath = "/v1/chat HTTP/1.0" }, `--chat-path "/v1/chat HTTP/1.0": a path holds no spaces`},
+		{"chat path with DEL", func(c *Config) { c.ChatPath = "/v1/\x7f" }, `--chat-path "/v1/\x7f": a path holds no spaces`},
+		{"chat path with a NUL", func(c *Config) { c.ChatPath = "/v1/\x00" }, `--chat-path "/v1/\x00": a path holds no spaces`},
+		{"stats path with a tab", func(c *Config) { c.StatsPath = "/stats\t" }, `--stats-path "/stats\t": a path holds no spaces`},
+		{"health with a line break", func(c *Config) { c.Health = "/health\n" }, `--health "/health\n": a path holds no spaces`},
+		{"prompts a FIFO", func(c *Config) { c.Prompts = fifo }, "--prompts " + fifo + " is not a regular file"},
+		{"prompts a directory", func(c *Config) { c.Prompts = t.TempDir() }, "is not a regular file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,8 +249,8 @@ func TestBaselineLoads(t *testing.T) {
 	if err != nil || p.Baseline == nil || p.Baseline.Rate != 100 {
 		t.Errorf("Check() with a baseline = %+v, %v", p, err)
 	}
-	if l := cfg.Limits(); l.MaxRegression != 0.10 {
-		t.Errorf("Limits().MaxRegression = %v, want 0.10 from 10%%", l.MaxRegression)
+	if l := cfg.Limits(); l.Regression() != 0.10 {
+		t.Errorf("Limits().Regression() = %v, want 0.10 from 10%%", l.Regression())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
@@ -89,9 +90,14 @@ func LoadReference(path string) (*report.Result, error) {
 		return nil, fmt.Errorf("--reference %s: %v; pass the out directory (or result.json) of a run made on the trusted route, e.g. by npu-serve-smoke record (docs/workflow.md)", path, err)
 	}
 	var res *report.Result
-	if fi.IsDir() {
+	switch {
+	case fi.IsDir():
 		res, err = report.Read(path)
-	} else {
+	case filepath.Base(path) == report.ResultFile:
+		// result.json keeps no tokens: they are in the reply files
+		// beside it, which its directory's read takes.
+		res, err = report.Read(filepath.Dir(path))
+	default:
 		res, err = report.ReadFile(path)
 	}
 	if err != nil {

@@ -83,6 +83,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&sensor.BusyWatts, "busy-watts", 100, "the simulated device's power while a request streams")
 	fs.Float64Var(&opt.Kernel.Noise, "kernel-noise", 0, "rounding noise: jitter each logit by up to this many nats, the same way for the same prompt, so near-ties can flip (right but rounded)")
 	fs.IntVar(&opt.Kernel.Skew, "kernel-skew", 0, "a broken kernel: from token N on, a token the reference ranks last of 20 comes first and the reference's choice fourth, 4.5 nats below")
+	fs.IntVar(&opt.Kernel.Decode, "kernel-decode", 0, "a wrong decoding: from token N on, every token's ids and logprobs the reference's, their texts (and the content) other words")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -99,7 +100,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fakellm: --logprobs-shape %q: want one of %s\n", opt.LogprobsShape, strings.Join(ShapeNames(), ", "))
 		return 2
 	}
-	if opt.Kernel.Noise < 0 || math.IsNaN(opt.Kernel.Noise) || math.IsInf(opt.Kernel.Noise, 0) || opt.Kernel.Skew < 0 {
+	if opt.Kernel.Noise < 0 || math.IsNaN(opt.Kernel.Noise) || math.IsInf(opt.Kernel.Noise, 0) || opt.Kernel.Skew < 0 || opt.Kernel.Decode < 0 {
 		fmt.Fprintf(stderr, "fakellm: --kernel-noise %v, --kernel-skew %d: want a finite number of nats from 0, and a token number from 1 (0: none)\n", opt.Kernel.Noise, opt.Kernel.Skew)
 		return 2
 	}

@@ -21,6 +21,11 @@ type Kernel struct {
 	// reference's choice falls to fourth, 4.5 nats below a token the
 	// reference ranks last of its Alternatives.
 	Skew int
+	// Decode decodes wrongly from token Decode on (1-based; 0 never): a
+	// wrong vocabulary or byte decoding on the device. Each token's ids and
+	// logprobs, and its alternatives', are the reference's; their texts,
+	// and so the streamed content, are other words (upper-cased).
+	Decode int
 }
 
 // Alternatives is how many tokens the simulated model ranks at each
@@ -86,6 +91,12 @@ func Generate(prompt string, count int, k Kernel) []measure.Token {
 			diverged = true
 		}
 		state = mix(state, uint64(*tok.ID))
+		if k.Decode > 0 && i+1 >= k.Decode {
+			tok.Text = strings.ToUpper(tok.Text)
+			for j := range tok.Top {
+				tok.Top[j].Text = strings.ToUpper(tok.Top[j].Text)
+			}
+		}
 		out = append(out, tok)
 	}
 	return out

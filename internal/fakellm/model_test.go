@@ -134,3 +134,19 @@ func TestGenerateSkew(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateDecode: a wrong decoding keeps every id and logprob of the
+// reference and changes the texts from the token named on.
+func TestGenerateDecode(t *testing.T) {
+	ref := Generate("Explain caches", 8, Kernel{})
+	bad := Generate("Explain caches", 8, Kernel{Decode: 3})
+	for i := range ref {
+		r, b := ref[i], bad[i]
+		if *r.ID != *b.ID || r.Logprob != b.Logprob || len(r.Top) != len(b.Top) {
+			t.Fatalf("token %d: id %d, logprob %v; want the reference's %d, %v", i+1, *b.ID, b.Logprob, *r.ID, r.Logprob)
+		}
+		if wrong := i+1 >= 3; (b.Text != r.Text) != wrong || (b.Top[1].Text != r.Top[1].Text) != wrong {
+			t.Errorf("token %d: text %q (alternative %q), the reference's %q (%q); want them apart from token 3 on", i+1, b.Text, b.Top[1].Text, r.Text, r.Top[1].Text)
+		}
+	}
+}

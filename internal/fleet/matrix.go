@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -73,8 +74,8 @@ func (j Job) check() error {
 	}
 	for _, k := range []string{KeyFloor, KeyFirstTokenMS} {
 		if v, ok := j[k]; ok {
-			if f, err := strconv.ParseFloat(v, 64); err != nil || !(f > 0) {
-				return fmt.Errorf("%s %q of %s: pass a positive number", k, v, j.CheckName("job"))
+			if f, err := strconv.ParseFloat(v, 64); err != nil || !(f > 0) || math.IsInf(f, 0) {
+				return fmt.Errorf("%s %q of %s: pass a positive, finite number", k, v, j.CheckName("job"))
 			}
 		}
 	}

@@ -45,7 +45,10 @@ func TestParseMatrix(t *testing.T) {
 		{name: "a path for a model", in: `{"model": ["/m/a.gguf"], "device": ["npu"]}`, err: `model "/m/a.gguf": use letters, digits`},
 		{name: "a double dash", in: `{"model": ["a--b"], "device": ["npu"]}`, err: `model "a--b"`},
 		{name: "an unknown preset", in: `{"model": ["a"], "device": ["npu"], "preset": ["llamacpp"]}`, err: `preset "llamacpp": pass one of`},
-		{name: "a bad floor", in: `{"model": ["a"], "device": ["npu"], "floor": [0]}`, err: `floor "0" of job (a, npu): pass a positive number`},
+		{name: "a bad floor", in: `{"model": ["a"], "device": ["npu"], "floor": [0]}`, err: `floor "0" of job (a, npu): pass a positive, finite number`},
+		{name: "an infinite floor", in: `{"model": ["a"], "device": ["npu"], "floor": ["Inf"]}`, err: `floor "Inf" of job (a, npu): pass a positive, finite number`},
+		{name: "an infinite first-token limit", in: `{"model": ["a"], "device": ["npu"], "first-token-ms": ["+Inf"]}`, err: `first-token-ms "+Inf" of job (a, npu): pass a positive, finite number`},
+		{name: "a NaN floor", in: `{"model": ["a"], "device": ["npu"], "floor": ["NaN"]}`, err: `floor "NaN" of job (a, npu): pass a positive, finite number`},
 		{name: "twice", in: `[{"model": "a", "device": "npu"}, {"model": "a", "device": "npu", "x": "1"}]`, err: "two jobs are (a, npu);"},
 		// The artifact's name joins the names with '-', which they may hold.
 		{name: "one artifact name for two jobs", in: `{"model": ["a-b", "a"], "device": ["npu", "b-npu"]}`,
@@ -95,7 +98,7 @@ func TestParseExpect(t *testing.T) {
 	if want := (Job{"model": "a", "device": "npu", "floor": "30"}); err != nil || !cmp.Equal(got, want) {
 		t.Errorf("ParseExpect() = %v, %v; want %v", got, err, want)
 	}
-	for _, in := range []string{"a,npu", "model=a", "model=a,device=npu,floor=x"} {
+	for _, in := range []string{"a,npu", "model=a", "model=a,device=npu,floor=x", "model=a,device=npu,floor=Inf"} {
 		if _, err := ParseExpect(in); err == nil {
 			t.Errorf("ParseExpect(%q) = nil error", in)
 		}

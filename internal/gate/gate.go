@@ -137,7 +137,9 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 	res.Run.OrderSeed = &seed
 	g.logf("out: %s", out)
 	g.logf("prompt order: seed %d (--order-seed %d asks them in this order again)", seed, seed)
-	if ref := p.Reference; ref != nil {
+	if ref := p.Reference; ref != nil && ref.Missing != "" {
+		g.logf("reference: none usable at %s: %s; the agreement assertion fails", ref.File, ref.Missing)
+	} else if ref != nil {
 		g.logf("reference: %s", referenceLine(ref))
 	}
 
@@ -156,6 +158,9 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 		res.NoReplies += "; the serve then " + res.Serve.Exit
 	}
 	res.Judged(judge.Judge(res.Input()))
+	if p.Kind == report.KindReference {
+		g.servesAsReference(res)
+	}
 	if ctx.Err() != nil {
 		res.Verdict = report.Cancelled
 	}
@@ -436,6 +441,26 @@ func (g *Gate) askAll(res *report.Result, a *asker) {
 	g.logf("%s", stopText(res.Replies, res.Limits, rule))
 }
 
+// Recording is the assertion record adds: the recording can serve as a
+// reference for a run of the same settings (a reply with content to every
+// prompt of its first round; its replies within what out/reference.json
+// holds).
+const Recording = "recording"
+
+// servesAsReference checks that res, a recording, can serve as the reference
+// of a run made with the same settings, as such a run will check it
+// (config.UseReference), and adds the recording assertion: a recording that
+// cannot serve fails, saying why, rather than pass and be refused by every
+// run.
+func (g *Gate) servesAsReference(res *report.Result) {
+	a := judge.Assertion{Name: Recording, OK: true, Detail: "it can serve as the reference of a run of the same --prompts, --max-tokens, --thinking and --max-replies"}
+	if _, err := config.UseReference("this recording", "", res, g.Plan.ReferenceWant()); err != nil {
+		a.OK, a.Detail = false, "it cannot serve as a reference: "+err.Error()
+		res.Verdict = report.Fail
+	}
+	res.Assertions = append(res.Assertions, a)
+}
+
 // stopText says why the gate stopped asking, for the log.
 func stopText(replies []measure.Reply, l judge.Limits, rule judge.Rule) string {
 	s, complete := judge.SignsOf(replies, l, rule.Lead)
@@ -495,11 +520,11 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		case <-time.After(time.Second):
 		}
 	}
-	if err := report.WriteJSONIn(a.g.outDir, report.ReplyFile(&r), &r); err != nil {
+	if err := report.WriteReplyIn(a.g.outDir, report.ReplyFile(&r), &r); err != nil {
 		a.g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
 	}
 	line := progress(&r)
-	if ref := p.Reference; ref != nil && !r.Warmup && r.Error == "" {
+	if ref := p.Reference; ref != nil && ref.Missing == "" && !r.Warmup && r.Error == "" {
 		// How it agrees, as the judge will compare it: the reply with
 		// the reference's to the same prompt.
 		ag := agree.CompareAll([]measure.Reply{r}, ref.Replies, a.g.Plan.Limits().Agreement.OrDefault())[0]

@@ -83,6 +83,9 @@ const (
 	maxCommand = 4096 // a command line, as written in one's own ticket
 )
 
+// MaxDevices is the most devices one ticket holds (--count).
+const MaxDevices = maxDevices
+
 // clean makes facts read from a file anyone could have written safe to
 // print: no control characters (so no escape sequence, no line break and no
 // workflow command of a line of its own), and bounded lengths.

@@ -1,6 +1,8 @@
 package hold
 
 import (
+	"golang.org/x/sys/unix"
+
 	"bufio"
 	"errors"
 	"fmt"
@@ -68,9 +70,10 @@ func checkEnv(v string) string {
 }
 
 // LoadPools reads the pools declared in path; a file that does not exist
-// declares none.
+// declares none. It is opened without blocking and must be a regular file:
+// a FIFO or a device there is refused, never waited on.
 func LoadPools(path string) (*Pools, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Pools{File: path}, nil
 	}
@@ -78,6 +81,13 @@ func LoadPools(path string) (*Pools, error) {
 		return nil, fmt.Errorf("the pools file %s cannot be read: %v", path, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		what := "its type cannot be read"
+		if err == nil {
+			what = fmt.Sprintf("a %v", fi.Mode().Type())
+		}
+		return nil, fmt.Errorf("the pools file %s is not a regular file (%s); make it a file of one pool a line (docs/runner.md)", path, what)
+	}
 	return ParsePools(path, f)
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -296,4 +298,26 @@ func TestPoolQueueIsStrict(t *testing.T) {
 		t.Errorf("Acquire(2) devices after the release (-want +got):\n%s", diff)
 	}
 	tk.Release()
+}
+
+// TestLoadPoolsNotRegular: a pools file that is a FIFO (whose open for
+// reading would wait for a writer for ever) or a directory is refused at
+// once, naming it; one that does not exist declares no pools.
+func TestLoadPoolsNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pools")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		fifo: "the pools file " + fifo + " is not a regular file (a p---------)",
+		dir:  "the pools file " + dir + " is not a regular file (a d---------)",
+	} {
+		if ps, err := LoadPools(path); err == nil || err.Error() != want+"; make it a file of one pool a line (docs/runner.md)" {
+			t.Errorf("LoadPools(%s) = %v, %v; want %q", path, ps, err, want)
+		}
+	}
+	if ps, err := LoadPools(filepath.Join(dir, "none")); err != nil || len(ps.Names()) != 0 {
+		t.Errorf("LoadPools(a file that does not exist) = %v, %v; want no pools", ps, err)
+	}
 }

@@ -27,9 +27,14 @@ func Agreements(in Input) []agree.Reply {
 // must have been compared.
 func judgeAgreement(in Input) Assertion {
 	a := Assertion{Name: Agreement}
+	if in.Reference.Missing != "" {
+		a.Detail = fmt.Sprintf("no usable reference at %s: %s; --reference-missing skip leaves the assertion out until there is one", in.Reference.File, in.Reference.Missing)
+		return a
+	}
 	b := in.Limits.Agreement.OrDefault()
 	rs := Agreements(in)
-	var each, missing, textOnly, bad, notes []string
+	var each, missing, bad, notes []string
+	var textOnly []byReason
 	var quoted string
 	compared, shared, top1 := 0, 0, 0.0
 	kl, worst := 0.0, 0.0
@@ -43,7 +48,7 @@ func judgeAgreement(in Input) Assertion {
 		compared++
 		each = append(each, eachOf(r))
 		if r.Unit == agree.UnitBytes {
-			textOnly = append(textOnly, strconv.Itoa(r.N))
+			textOnly = addReason(textOnly, r.TextOnly, r.N)
 		}
 		if r.KNote != "" && !slices.Contains(notes, r.KNote) {
 			notes = append(notes, r.KNote)
@@ -78,7 +83,11 @@ func judgeAgreement(in Input) Assertion {
 		figures += fmt.Sprintf("; not in the reference, not judged: reply %s", strings.Join(missing, ", "))
 	}
 	if len(textOnly) > 0 {
-		figures += fmt.Sprintf("; text only: weaker evidence (reply %s: no logprobs on one side, or tokens that are not its text: compared in bytes)", strings.Join(textOnly, ", "))
+		var whys []string
+		for _, t := range textOnly {
+			whys = append(whys, fmt.Sprintf("reply %s: %s", strings.Join(t.replies, ", "), t.why))
+		}
+		figures += fmt.Sprintf("; text only: weaker evidence (%s: compared in bytes)", strings.Join(whys, "; "))
 	}
 	figures += strings.Join(append([]string{""}, notes...), "; ")
 	ref := in.Reference.File
@@ -94,6 +103,24 @@ func judgeAgreement(in Input) Assertion {
 	a.OK = true
 	a.Detail = fmt.Sprintf("%d of %d compared replies agree with the reference %s (%s)", compared, compared, ref, figures)
 	return a
+}
+
+// byReason is the replies compared by text for one reason.
+type byReason struct {
+	why     string
+	replies []string
+}
+
+// addReason adds reply n to the replies compared by text for why, in the
+// order the reasons first came.
+func addReason(rs []byReason, why string, n int) []byReason {
+	for i := range rs {
+		if rs[i].why == why {
+			rs[i].replies = append(rs[i].replies, strconv.Itoa(n))
+			return rs
+		}
+	}
+	return append(rs, byReason{why: why, replies: []string{strconv.Itoa(n)}})
 }
 
 // eachOf is one reply's figure in the detail's "each:" list.

@@ -22,6 +22,13 @@ func sure(text string) measure.Token {
 	return measure.Token{Text: text, Logprob: math.Log(0.9), Top: []measure.Alt{alt(text, 0.9), alt("x", 0.05)}}
 }
 
+// wrongTokens is r with a token it did not stream before its own: its
+// tokens hold more than its content.
+func wrongTokens(r measure.Reply) measure.Reply {
+	r.Generated = append([]measure.Token{sure("Rome")}, r.Generated...)
+	return r
+}
+
 // said is a reply to prompt with logprobs: its tokens.
 func said(n int, prompt string, toks ...measure.Token) measure.Reply {
 	r := reply(n, 80, 300, 128, "")
@@ -110,13 +117,25 @@ func TestJudgeAgreement(t *testing.T) {
 			replies: []measure.Reply{textOnly(said(1, "France?", sure(" Paris"), sure(".")))},
 			limits:  agree.Bounds{TieMargin: 0.5, MaxKL: 0.2},
 			want: Assertion{Name: Agreement, OK: true, Detail: `1 of 1 compared replies agree with the reference ref/result.json ` +
-				`(each: 7/7 bytes; tie margin 0.5 nats, mean KL at most 0.2; text only: weaker evidence (reply 1: no logprobs on one side, or tokens that are not its text: compared in bytes))`},
+				`(each: 7/7 bytes; tie margin 0.5 nats, mean KL at most 0.2; text only: weaker evidence (reply 1: this run's reply: no logprobs sent: compared in bytes))`},
 		},
 		{
 			name:    "text only, apart",
 			replies: []measure.Reply{textOnly(said(1, "France?", sure(" Paris"), sure("!")))},
 			want: Assertion{Name: Agreement, Detail: `1 of 1 compared replies disagree with the reference ref/result.json: reply 1, byte 7: the reference ".", this run "!" ` +
-				`(each: 6/7 bytes; tie margin 0.1 nats, mean KL at most 0.01; text only: weaker evidence (reply 1: no logprobs on one side, or tokens that are not its text: compared in bytes))`},
+				`(each: 6/7 bytes; tie margin 0.1 nats, mean KL at most 0.01; text only: weaker evidence (reply 1: this run's reply: no logprobs sent: compared in bytes))`},
+		},
+		{
+			name: "text only for two reasons: each named once, with its replies",
+			replies: []measure.Reply{
+				textOnly(said(1, "France?", sure(" Paris"), sure("."))),
+				wrongTokens(said(2, "France?", sure(" Paris"), sure("."))),
+				textOnly(said(3, "France?", sure(" Paris"), sure("."))),
+			},
+			want: Assertion{Name: Agreement, OK: true, Detail: `3 of 3 compared replies agree with the reference ref/result.json ` +
+				`(each: 7/7 bytes, 7/7 bytes, 7/7 bytes; tie margin 0.1 nats, mean KL at most 0.01; text only: weaker evidence (` +
+				`reply 1, 3: this run's reply: no logprobs sent; ` +
+				`reply 2: this run's reply: its tokens hold 4 bytes before its content, and it streamed no reasoning: compared in bytes))`},
 		},
 		{
 			name:    "nothing compared",
@@ -130,7 +149,7 @@ func TestJudgeAgreement(t *testing.T) {
 			if tt.limits == (agree.Bounds{}) {
 				tt.limits = agree.Bounds{TieMargin: 0.1, MaxKL: 0.01}
 			}
-			in := Input{Replies: tt.replies, Limits: Limits{Agreement: tt.limits},
+			in := Input{Replies: tt.replies, Limits: Limits{Agreement: &tt.limits},
 				Reference: &Reference{File: "ref/result.json", Replies: ref}}
 			if diff := cmp.Diff(tt.want, judgeAgreement(in)); diff != "" {
 				t.Errorf("judgeAgreement() mismatch (-want +got):\n%s", diff)
@@ -150,7 +169,7 @@ func TestJudgeAgreementInJudge(t *testing.T) {
 		Baseline:  &Baseline{File: "base", Rate: 80, FirstTokenMS: 300},
 		Reference: ref,
 	}
-	in.Limits.MaxRegression = 0.1
+	in.Limits.MaxRegression = ptr(0.1)
 	v := Judge(in)
 	var names []string
 	for _, a := range v.Assertions {
@@ -183,5 +202,19 @@ func TestJudgeAgreementInJudge(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("Judge(no replies) assertions mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestJudgeAgreementMissing: a reference asked for and not found fails the
+// assertion, saying why, whatever the replies.
+func TestJudgeAgreementMissing(t *testing.T) {
+	in := Input{Replies: []measure.Reply{said(1, "France?", sure(" Paris"))},
+		Reference: &Reference{File: "github:ref-*", Missing: "no successful run of gate.yml on ref-*"}}
+	want := Assertion{Name: Agreement, Detail: "no usable reference at github:ref-*: no successful run of gate.yml on ref-*; --reference-missing skip leaves the assertion out until there is one"}
+	if diff := cmp.Diff(want, judgeAgreement(in)); diff != "" {
+		t.Errorf("judgeAgreement(missing reference) mismatch (-want +got):\n%s", diff)
+	}
+	if v := Judge(in); v.Pass {
+		t.Errorf("Judge(missing reference) passed: %+v", v)
 	}
 }

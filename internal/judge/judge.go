@@ -41,16 +41,18 @@ type Limits struct {
 	FirstTokenMS float64 `json:"first_token_ms"` // median first token, ms, at most
 	RateSource   string  `json:"rate_source"`    // RateClient or RateServer
 	// MaxRegression is how far the median rate may fall, or the median first
-	// token rise, against a baseline: 0.10 is 10%.
-	MaxRegression float64 `json:"max_regression,omitempty"`
+	// token rise, against a baseline: 0.10 is 10%; 0 allows no change. Nil
+	// in a run made before it was kept: Regression gives the default.
+	MaxRegression *float64 `json:"max_regression,omitempty"`
 	// FloorWhy says where the floor comes from when it was not typed: the
 	// default's reason, or the baseline it was derived from. A failed rate
 	// says it, and so does a derived floor always.
 	FloorWhy     string `json:"floor_why,omitempty"`
 	FloorDerived bool   `json:"floor_derived,omitempty"`
-	// Agreement bounds the agreement with a reference; zero is
-	// agree.Default.
-	Agreement agree.Bounds `json:"agreement,omitzero"`
+	// Agreement bounds the agreement with a reference; nil (a run made
+	// before the agreement assertion) is agree.Default, and bounds of 0 are
+	// exact.
+	Agreement *agree.Bounds `json:"agreement,omitempty"`
 	// Lead is the lead by which a sign count decides (Rule); 0 in a run
 	// made before the sequential rule, whose details then give no signs.
 	Lead int `json:"lead,omitempty"`
@@ -58,6 +60,19 @@ type Limits struct {
 	// window's net joules per decoded token at most this. 0: the row is
 	// for people only.
 	MaxJoulesPerToken float64 `json:"max_joules_per_token,omitempty"`
+}
+
+// DefaultMaxRegression is the change against a baseline allowed by default,
+// 10%.
+const DefaultMaxRegression = 0.10
+
+// Regression is l.MaxRegression, or DefaultMaxRegression when it was never
+// set.
+func (l Limits) Regression() float64 {
+	if l.MaxRegression == nil {
+		return DefaultMaxRegression
+	}
+	return *l.MaxRegression
 }
 
 // RateOf is the figure the rate assertion judges for one reply: its decode
@@ -82,6 +97,9 @@ type Baseline struct {
 type Reference struct {
 	File    string          `json:"file"` // where it came from: a path, or the run of github:PATTERN
 	Replies []measure.Reply `json:"-"`
+	// Missing says why no usable reference was found where one was asked
+	// for: the agreement assertion fails, saying so.
+	Missing string `json:"missing,omitempty"`
 }
 
 // Input is everything the judge looks at.
@@ -373,15 +391,15 @@ func judgeBaseline(replies []measure.Reply, l Limits, b Baseline) Assertion {
 	rateChange := (rate - b.Rate) / b.Rate
 	ftChange := (ft - b.FirstTokenMS) / b.FirstTokenMS
 	var worse []string
-	if rateChange < -l.MaxRegression {
+	if rateChange < -l.Regression() {
 		worse = append(worse, "the rate fell")
 	}
-	if ftChange > l.MaxRegression {
+	if ftChange > l.Regression() {
 		worse = append(worse, "the first token rose")
 	}
 	a.OK = len(worse) == 0
 	a.Detail = fmt.Sprintf("rate %.1f tok/s against %.1f (%+.1f%%), first token %.0f ms against %.0f (%+.1f%%); allowed %.0f%%",
-		rate, b.Rate, rateChange*100, ft, b.FirstTokenMS, ftChange*100, l.MaxRegression*100)
+		rate, b.Rate, rateChange*100, ft, b.FirstTokenMS, ftChange*100, l.Regression()*100)
 	if !a.OK {
 		a.Detail = strings.Join(worse, " and ") + " by more than allowed: " + a.Detail
 	}

@@ -1,11 +1,13 @@
 package judge
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -520,5 +522,35 @@ func TestQuote(t *testing.T) {
 		if got := Quote(tt.in, tt.n); got != tt.want {
 			t.Errorf("Quote(%q, %d) = %s, want %s", tt.in, tt.n, got, tt.want)
 		}
+	}
+}
+
+// TestLimitsZeroIsExact: bounds of 0 survive result.json's round trip as 0,
+// and only bounds never written take the defaults.
+func TestLimitsZeroIsExact(t *testing.T) {
+	exact := Limits{Floor: 60, FirstTokenMS: 600, MaxRegression: ptr(0.0), Agreement: &agree.Bounds{}}
+	data, err := json.Marshal(exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Limits
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Regression() != 0 || got.Agreement.OrDefault() != (agree.Bounds{}) {
+		t.Errorf("Limits from %s: regression %v, agreement %v; want 0 and exact bounds", data, got.Regression(), got.Agreement.OrDefault())
+	}
+	var old Limits
+	if err := json.Unmarshal([]byte(`{"floor": 60, "first_token_ms": 600}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Regression() != DefaultMaxRegression || old.Agreement.OrDefault() != agree.Default {
+		t.Errorf("Limits of a run made before the bounds were kept: regression %v, agreement %v; want %v and %v",
+			old.Regression(), old.Agreement.OrDefault(), DefaultMaxRegression, agree.Default)
+	}
+	// The baseline judged at 0: a fall of 1% fails.
+	rs := []measure.Reply{reply(1, 99, 300, 128, ""), reply(2, 99, 300, 128, ""), reply(3, 99, 300, 128, "")}
+	if a := judgeBaseline(rs, Limits{RateSource: RateClient, MaxRegression: ptr(0.0)}, Baseline{Rate: 100, FirstTokenMS: 300}); a.OK {
+		t.Errorf("judgeBaseline(1%% slower, max regression 0) = %+v, want failed", a)
 	}
 }

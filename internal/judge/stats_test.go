@@ -73,7 +73,7 @@ func exactRates(rates ...int) []measure.Reply {
 }
 
 func TestBaseline(t *testing.T) {
-	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: 0.10}
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(0.10)}
 	base := &Baseline{File: "last-release/result.json", Rate: 100, FirstTokenMS: 300}
 	evidence := Evidence{Fast: &Match{Line: 1, Text: "on the private route dx"}}
 	firsts := func(rs []measure.Reply, ms float64) []measure.Reply {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Prompt is one question and, optionally, a pattern its answer must match.
@@ -121,13 +122,21 @@ func NewSeed() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) & MaxSeed
 }
 
-// Load reads a prompts file.
+// Load reads a prompts file: a regular file, opened without blocking (a FIFO
+// or a device is refused, never waited on).
 func Load(path string) ([]Prompt, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("--prompts: %v; pass a readable file of one prompt a line", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		what := "its type cannot be read"
+		if err == nil {
+			what = fmt.Sprintf("a %v", fi.Mode().Type())
+		}
+		return nil, fmt.Errorf("--prompts %s is not a regular file (%s); pass a file of one prompt a line", path, what)
+	}
 	ps, err := Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("--prompts %s: %w", path, err)

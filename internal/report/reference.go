@@ -50,6 +50,10 @@ type Reference struct {
 	// (WriteReference; the file itself holds none): Read takes the replies
 	// back only from that file.
 	SHA256 string `json:"sha256,omitempty"`
+	// Missing says why no usable reference was found where one was asked
+	// for (--reference github:PATTERN): the agreement assertion then fails,
+	// saying so. No replies are kept.
+	Missing string `json:"missing,omitempty"`
 }
 
 // Checked is what a reference was checked to share with the run.
@@ -66,7 +70,7 @@ func (r *Reference) Judge() *judge.Reference {
 	if r == nil {
 		return nil
 	}
-	return &judge.Reference{File: r.File, Replies: r.Replies}
+	return &judge.Reference{File: r.File, Replies: r.Replies, Missing: r.Missing}
 }
 
 // referenceFile is out/reference.json.

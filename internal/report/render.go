@@ -118,7 +118,7 @@ func markdown(r *Result, withTail bool) string {
 	}
 
 	if len(r.Replies) > 0 {
-		agrees := r.Reference != nil
+		agrees := r.Reference != nil && r.Reference.Missing == ""
 		b.WriteString("\n#### Replies\n\n| # | prompt | first token | decode | tokens | serve's rate | prompt cache |")
 		if agrees {
 			b.WriteString(" agrees |")
@@ -155,7 +155,7 @@ func markdown(r *Result, withTail bool) string {
 	}
 	row("model", Cell(r.Run.Model, 200))
 	if bl := r.Baseline; bl != nil {
-		row("baseline", fmt.Sprintf("%s: median %.1f tok/s, first token %.0f ms; allowed change %.0f%%", Cell(bl.File, 200), bl.Rate, bl.FirstTokenMS, r.Limits.MaxRegression*100))
+		row("baseline", fmt.Sprintf("%s: median %.1f tok/s, first token %.0f ms; allowed change %.0f%%", Cell(bl.File, 200), bl.Rate, bl.FirstTokenMS, r.Limits.Regression()*100))
 	}
 	if ref := r.Reference; ref != nil {
 		row("reference", ReferenceText(ref))
@@ -522,6 +522,9 @@ func RouteName(ev judge.Evidence) string {
 // ReferenceText is the reference a run was compared with, for a table's
 // cell: where it came from, its kind, and what was checked.
 func ReferenceText(ref *Reference) string {
+	if ref.Missing != "" {
+		return fmt.Sprintf("%s: none usable: %s", Cell(ref.File, 200), Cell(ref.Missing, 400))
+	}
 	return fmt.Sprintf("%s (%s): %s kept, %d with logprobs; the same max_tokens (%d), thinking (%s) and %d first-round prompts",
 		Cell(ref.File, 200), Cell(ref.Kind, 20), Replies(ref.Checked.Replies), ref.Checked.Logprobs, ref.Checked.MaxTokens, Cell(ref.Checked.Thinking, 10), ref.Checked.Prompts)
 }

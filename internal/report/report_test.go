@@ -307,7 +307,7 @@ func TestMarkdownStabilityBaselineChart(t *testing.T) {
 	}
 	r.Extra = Extra{Replies: 4, Max: 15, Why: "the median rate's interval 48.8–96.6 tok/s holds the floor 60.0"}
 	r.Baseline = &judge.Baseline{File: "base/result.json", Rate: 95.04, FirstTokenMS: 260}
-	r.Limits.MaxRegression = 0.1
+	r.Limits.MaxRegression = ptr(0.1)
 	r.Judged(judge.Judge(r.Input()))
 	md := Markdown(r, MarkdownLimit)
 	for _, want := range []string{

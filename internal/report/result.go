@@ -288,10 +288,86 @@ func ReplyFile(r *measure.Reply) string {
 
 // Write writes result.json and summary.md into dir.
 func Write(dir string, r *Result) error {
-	if err := WriteJSON(filepath.Join(dir, ResultFile), r); err != nil {
+	if err := WriteResult(filepath.Join(dir, ResultFile), r); err != nil {
 		return err
 	}
 	return writeAtomic(filepath.Join(dir, SummaryFile), []byte(Markdown(r, MarkdownLimit)))
+}
+
+// WriteResult writes r as result.json at path. The replies' tokens with
+// their logprobs (measure.Reply.Generated) are kept in their reply files
+// only, where Read takes them from: in result.json they would take hundreds
+// of bytes a token for every reply at once (a recording of 15 replies of
+// 2048 tokens, top 5, came to 27 MB, past what every reader takes), and
+// Read overlays the reply files on result.json's replies. What is left is
+// refused past MaxFile: the gate does not write a file its readers refuse.
+func WriteResult(path string, r *Result) error {
+	out := *r
+	out.Replies, out.Warmups = withoutTokens(r.Replies), withoutTokens(r.Warmups)
+	b, err := json.MarshalIndent(&out, "", "  ")
+	if err != nil {
+		return err
+	}
+	if len(b)+1 > MaxFile {
+		return fmt.Errorf("%s would be %d bytes, more than the %d a run's file may be; ask fewer --max-replies", path, len(b)+1, MaxFile)
+	}
+	return writeAtomic(path, append(b, '\n'))
+}
+
+// WriteReply writes reply r to path (its reply file). A reply whose file
+// would pass MaxFile keeps no tokens (Logprobs becomes
+// measure.LogprobsGarbage, saying why), in r too, so the run judges what its
+// file holds; one still past it is not written.
+func WriteReply(path string, r *measure.Reply) error {
+	b, err := replyBytes(path, r)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, b)
+}
+
+// WriteReplyIn is WriteReply into the run's open out directory: the file
+// is created there by name, never through a symlink.
+func WriteReplyIn(dir *os.Root, name string, r *measure.Reply) error {
+	b, err := replyBytes(name, r)
+	if err != nil {
+		return err
+	}
+	return writeAtomicIn(dir, name, b)
+}
+
+// replyBytes is a reply's file: without its tokens when they would take it
+// past MaxFile (and r then keeps none either), refused when still too
+// large.
+func replyBytes(path string, r *measure.Reply) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if len(b)+1 > MaxFile && r.Generated != nil {
+		r.Logprobs, r.Generated = measure.LogprobsGarbage, nil
+		r.LogprobsDetail = fmt.Sprintf("the tokens with their logprobs would take the reply's file to %d bytes, past the %d a run's file may be: none kept", len(b)+1, MaxFile)
+		if b, err = json.MarshalIndent(r, "", "  "); err != nil {
+			return nil, err
+		}
+	}
+	if len(b)+1 > MaxFile {
+		return nil, fmt.Errorf("%s would be %d bytes, more than the %d a run's file may be", path, len(b)+1, MaxFile)
+	}
+	return append(b, '\n'), nil
+}
+
+// withoutTokens is replies without their tokens (measure.Reply.Generated).
+func withoutTokens(replies []measure.Reply) []measure.Reply {
+	if replies == nil {
+		return nil
+	}
+	out := make([]measure.Reply, len(replies))
+	for i, rep := range replies {
+		rep.Generated = nil
+		out[i] = rep
+	}
+	return out
 }
 
 var replyName = regexp.MustCompile(`^reply_(\d+)\.json$`)
@@ -327,10 +403,10 @@ func read(dir string, b runBounds) (*Result, error) {
 	}
 	r.Replies = merge(r.Replies, replies)
 	// The reference's replies are in reference.json, read only when
-	// result.json names a reference, and only as the run wrote it: without
-	// them the agreement has nothing to compare, and its detail names the
-	// reference by File, which says why.
-	if r.Reference != nil {
+	// result.json names a reference (one found missing has none), and only
+	// as the run wrote it: without them the agreement has nothing to
+	// compare, and its detail names the reference by File, which says why.
+	if r.Reference != nil && r.Reference.Missing == "" {
 		if r.Reference, err = readReference(dir, r.Reference, u); err != nil {
 			return nil, err
 		}
