@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/witness"
 )
 
 // Grace periods between TERM and KILL: a serve with a stream still open can
@@ -194,7 +196,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 	if !ok {
 		return nil
 	}
-	a := &asker{g: g, ctx: ctx, proc: proc, out: out, prober: g.prober(base), order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed)}
+	a := &asker{g: g, ctx: ctx, proc: proc, out: out, prober: g.prober(base), base: base, order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed)}
 	g.askAll(res, a)
 	return nil
 }
@@ -380,6 +382,8 @@ func (g *Gate) askAll(res *report.Result, a *asker) {
 		res.Warmups = append(res.Warmups, r)
 	}
 	rule := judge.Rule{Lead: p.Lead, Min: p.Replies, Max: res.Extra.Max}
+	w := g.witnessFirst(a)
+	defer g.witnessLast(res, a, w)
 	for n := 1; ; n++ {
 		if stop, _ := rule.Stop(res.Replies, res.Limits); stop {
 			break
@@ -424,6 +428,7 @@ type asker struct {
 	proc   *serve.Process
 	out    string
 	prober *probe.Prober
+	base   string // the serve's URL
 	order  prompts.Order
 	// toldRefusal: the console said the serve refused the logprobs fields.
 	toldRefusal bool
@@ -598,4 +603,69 @@ func verdictOr(v string) string {
 		return "verdict " + v
 	}
 	return "no verdict"
+}
+
+// witnessing is a witness reading in progress: the first sample, taken
+// before the first judged request, and the serve's own account.
+type witnessing struct {
+	r       *witness.Reader
+	first   witness.Sample
+	account *judge.Account
+}
+
+// witnessFirst asks the serve for its own account of its placement, then
+// samples its processes, before the first judged request is written; nil
+// with --witness off.
+func (g *Gate) witnessFirst(a *asker) *witnessing {
+	p := g.Plan
+	if p.Witness != "on" {
+		g.logf("witness: off (--witness off): the route rests on the log")
+		return nil
+	}
+	w := &witnessing{r: &witness.Reader{Proc: "/proc", Devices: p.WitnessDevices, Libraries: p.WitnessLibraries}}
+	if p.WitnessAccount != "" {
+		w.account = witness.Ask(a.ctx, http.DefaultClient, a.base, p.WitnessAccount, p.Model)
+		g.logf("witness: the serve's own account, %s: %s %s", w.account.Source, judge.Quote(w.account.Text, 200), w.account.Why)
+	}
+	w.first = w.r.Sample(a.ctx, a.proc.Tree())
+	return w
+}
+
+// witnessLast samples the serve's processes once the last judged reply
+// is read, while the serve still runs, and records what the two samples
+// witnessed.
+func (g *Gate) witnessLast(res *report.Result, a *asker, w *witnessing) {
+	if w == nil {
+		return
+	}
+	last := w.r.Sample(a.ctx, a.proc.Tree())
+	rec := w.r.Witness(w.first, last, g.Plan.WitnessBinary)
+	rec.Account = w.account
+	res.Witness = &rec
+	g.logf("witness: %s", witnessLine(&rec))
+}
+
+// witnessLine says what the witnesses saw, for the console.
+func witnessLine(w *judge.Witness) string {
+	if w.NotRead != "" {
+		return "not witnessed: " + w.NotRead
+	}
+	held, mapped := "none", "none"
+	if len(w.Held) > 0 {
+		held = strings.Join(w.Held, ", ")
+	}
+	if len(w.Mapped) > 0 {
+		mapped = strings.Join(w.Mapped, ", ")
+	}
+	line := fmt.Sprintf("%d processes read; devices held: %s; backends mapped: %s", w.Processes, held, mapped)
+	for _, u := range w.Usage {
+		line += fmt.Sprintf("; %s: engine %d ns of %d ns, memory %d bytes", u.Source, u.EngineNS, u.SpanNS, u.MemoryBytes)
+	}
+	for _, why := range w.NoUsage {
+		line += "; " + why
+	}
+	if len(w.Unread) > 0 {
+		line += "; unread: " + strings.Join(w.Unread, ", ")
+	}
+	return line
 }
