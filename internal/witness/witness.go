@@ -116,7 +116,9 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 		}
 	}
 	s.Held, s.Mapped = kept(held, &s.Cut, "device nodes"), kept(mapped, &s.Cut, "libraries")
-	if s.Processes > 0 && r.nvidia() {
+	// NVIDIA's tool only where a process holds one of its nodes: no
+	// process computes on an NVIDIA GPU without.
+	if len(s.Held) > 0 && r.nvidia() {
 		s.Tools = append(s.Tools, r.nvidiaSMI(ctx, pids))
 	}
 	return s
