@@ -196,8 +196,11 @@ func (g gateRun) highestRate(t *testing.T) float64 {
 // route the user expects: this test's. Ollama prints one line a device
 // that holds weights when it loads a model (ml/device.go, BackendMemory.Log:
 // slog "model weights" "device" NAME "size" ...): with nothing on a device,
-// the CPU's alone.
+// the CPU's alone. The witnesses are off: they hold the CPU to be no fast
+// route (no device held, Ollama's /api/ps puts none of the model in device
+// memory).
 var cpuIsExpected = []string{
+	"--witness", "off",
 	"--fast-route", `msg="model weights" device=CPU `,
 	"--slow-route", `msg="model weights" device=(?:CUDA|ROCm|Vulkan|Metal)`,
 }

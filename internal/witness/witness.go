@@ -78,6 +78,8 @@ type Sample struct {
 	Clients map[string]Client
 	// Tools is what each vendor tool said of the serve's processes.
 	Tools []Tool
+
+	fdinfoBuf []byte
 }
 
 // Client is one DRM client's usage stats.
@@ -229,7 +231,7 @@ func (r *Reader) maps(s *Sample, pid int, file string, mapped map[string]bool) e
 // drm-memory-<region> (sizes in bytes, KiB or MiB). A client shared by
 // several descriptors (dup, fork) is counted once, by its drm-client-id.
 func (r *Reader) fdinfo(s *Sample, pid int, file string) {
-	b, err := readBounded(file, 64*MaxLine)
+	b, err := readBounded(file, s.buf())
 	if err != nil {
 		return
 	}
@@ -300,18 +302,30 @@ func size(val string) int64 {
 	return n
 }
 
-func readBounded(file string, n int64) ([]byte, error) {
+// readBounded reads the start of a file into b: at most len(b) bytes.
+func readBounded(file string, b []byte) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b := make([]byte, n)
-	k, err := f.Read(b)
+	k, err := io.ReadFull(f, b)
 	if k == 0 && err != nil {
 		return nil, err
 	}
 	return b[:k], nil
+}
+
+// MaxFdinfo is how much of one descriptor's fdinfo is read: the usage
+// stats of a client with many engines and memory regions fit many times.
+const MaxFdinfo = 16 << 10
+
+// buf is the sample's buffer for one fdinfo, made once.
+func (s *Sample) buf() []byte {
+	if s.fdinfoBuf == nil {
+		s.fdinfoBuf = make([]byte, MaxFdinfo)
+	}
+	return s.fdinfoBuf
 }
 
 // kept is a set's members, sorted, at most MaxSeen.
