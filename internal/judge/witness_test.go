@@ -50,11 +50,11 @@ func TestRouteWitnessed(t *testing.T) {
 		{"fast words, both, with usage", fastEv, npuWitness(func(w *Witness) {
 			w.Held = []string{"/dev/accel/accel0"}
 			w.Mapped = []string{"/opt/lib/libggml-cann.so"}
-			w.Usage = []Usage{busy, {Source: "nvidia-smi", MemoryBytes: 3 << 20}, {Source: "x"}}
+			w.Usage = []Usage{busy, {Source: "nvidia-smi", MemoryBytes: 1 << 20}, {Source: "x"}}
 			w.NoUsage = []string{"npu-smi: not installed"}
 			w.Cut = "1 process's maps cut at 4096 lines"
 		}), true,
-			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map "/opt/lib/libggml-cann.so"; engine busy 1.9 s of 2.1 s decoding (fdinfo); device memory 3.0 MiB (nvidia-smi); no device memory or engine time (x); device usage not witnessed: npu-smi: not installed; 1 process's maps cut at 4096 lines`},
+			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map "/opt/lib/libggml-cann.so"; engine busy 1.9 s of 2.1 s decoding (fdinfo); device memory 1.0 MiB (nvidia-smi); no device memory or engine time (x); device usage not witnessed: npu-smi: not installed; 1 process's maps cut at 4096 lines`},
 		{"slow words stay slow", slowEv, npuWitness(func(w *Witness) { w.Held = []string{"/dev/accel/accel0"}; w.Binary = true; w.Usage = []Usage{busy} }), false,
 			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*); engine busy 1.9 s of 2.1 s decoding (fdinfo)`},
 		{"binary, silent log, engine time: PASS", neitherEv, npuWitness(func(w *Witness) { w.Held = []string{"/dev/accel/accel0"}; w.Binary = true; w.Usage = []Usage{busy} }), true,
