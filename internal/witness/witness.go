@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
@@ -62,6 +63,17 @@ type Reader struct {
 	// Run runs a vendor's tool and returns its output; nil runs it from
 	// PATH. An error wrapping exec.ErrNotFound is a tool not installed.
 	Run func(ctx context.Context, name string, args ...string) ([]byte, error)
+	// Alive reports whether a process the proc root does not show still
+	// runs (hidden by hidepid, or in another PID namespace); nil takes it
+	// to be gone.
+	Alive func(pid int) bool
+}
+
+// Alive is whether pid runs, asked of the kernel (kill with signal 0):
+// another user's process answers EPERM, and runs.
+func Alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // Sample is what one reading of the serve's processes found.
@@ -111,8 +123,10 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 		switch {
 		case err == nil:
 			s.Processes++
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist) && (r.Alive == nil || !r.Alive(pid)):
 			// gone since the tree was listed
+		case errors.Is(err, fs.ErrNotExist):
+			s.Unread = append(s.Unread, fmt.Sprintf("pid %d: alive but not in %s (hidepid, or another PID namespace)", pid, r.Proc))
 		default:
 			s.Unread = append(s.Unread, fmt.Sprintf("pid %d: %s", pid, reason(err)))
 		}

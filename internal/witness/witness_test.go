@@ -265,3 +265,39 @@ func mapFile(file string) (unmap func(), err error) {
 	}
 	return func() { syscall.Munmap(b) }, nil
 }
+
+// TestHidden: a process of the serve's tree that the proc root does not
+// show, yet runs (hidepid, another user's), is unread, never taken to be
+// gone; one that has gone is passed over.
+func TestHidden(t *testing.T) {
+	r := npuReader(t.TempDir())
+	r.Alive = func(pid int) bool { return pid == 7 }
+	s := r.Sample(context.Background(), []int{7, 8})
+	want := []string{"pid 7: alive but not in " + r.Proc + " (hidepid, or another PID namespace)"}
+	if diff := cmp.Diff(want, s.Unread); diff != "" || s.Processes != 0 {
+		t.Errorf("Unread (-want +got):\n%s; %d processes", diff, s.Processes)
+	}
+	w := r.Witness(s, s, false)
+	if w.NotRead != "no process of the serve could be read: "+want[0] {
+		t.Errorf("NotRead = %q", w.NotRead)
+	}
+	if !Alive(os.Getpid()) || Alive(1<<22+1) {
+		t.Errorf("Alive(self) = %v, Alive(a pid past pid_max) = %v", Alive(os.Getpid()), Alive(1<<22+1))
+	}
+}
+
+// TestRefused: a process whose descriptors are refused is unread, with
+// the reason.
+func TestRefused(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any directory: run as an ordinary user")
+	}
+	root := t.TempDir()
+	writeProc(t, root, 10, fakeProc{fds: map[int]string{3: "/dev/accel/accel0"}})
+	os.Chmod(filepath.Join(root, "10", "fd"), 0)
+	defer os.Chmod(filepath.Join(root, "10", "fd"), 0o755)
+	s := npuReader(root).Sample(context.Background(), []int{10})
+	if diff := cmp.Diff([]string{"pid 10: permission denied"}, s.Unread); diff != "" {
+		t.Errorf("Unread (-want +got):\n%s", diff)
+	}
+}
