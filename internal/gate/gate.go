@@ -611,6 +611,7 @@ type witnessing struct {
 	r       *witness.Reader
 	first   witness.Sample
 	account *judge.Account
+	outside string // why the serve's processes are not the tree's, if they are not
 }
 
 // witnessFirst asks the serve for its own account of its placement, then
@@ -627,7 +628,9 @@ func (g *Gate) witnessFirst(a *asker) *witnessing {
 		w.account = witness.Ask(a.ctx, http.DefaultClient, a.base, p.WitnessAccount, p.Model)
 		g.logf("witness: the serve's own account, %s: %s %s", w.account.Source, judge.Quote(w.account.Text, 200), w.account.Why)
 	}
-	w.first = w.r.Sample(a.ctx, a.proc.Tree())
+	if w.outside = witness.Outside(p.Argv); w.outside == "" {
+		w.first = w.r.Sample(a.ctx, a.proc.Tree())
+	}
 	return w
 }
 
@@ -638,8 +641,12 @@ func (g *Gate) witnessLast(res *report.Result, a *asker, w *witnessing) {
 	if w == nil {
 		return
 	}
-	last := w.r.Sample(a.ctx, a.proc.Tree())
-	rec := w.r.Witness(w.first, last, g.Plan.WitnessBinary)
+	var rec judge.Witness
+	if w.outside != "" {
+		rec = judge.Witness{Devices: w.r.Devices, Libraries: w.r.Libraries, Binary: g.Plan.WitnessBinary, NotRead: w.outside}
+	} else {
+		rec = w.r.Witness(w.first, w.r.Sample(a.ctx, a.proc.Tree()), g.Plan.WitnessBinary)
+	}
 	rec.Account = w.account
 	res.Witness = &rec
 	g.logf("witness: %s", witnessLine(&rec))

@@ -478,3 +478,24 @@ func union(a, b []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// containerRuntimes start a serve in a container whose processes are the
+// container runtime's daemon's children, not the command's: the gate's
+// tree holds only the client.
+var containerRuntimes = []string{"docker", "podman", "nerdctl", "kubectl", "ctr", "crictl"}
+
+// Outside says why the serve's processes are outside the tree the gate
+// holds, when its command is a container runtime's client ("" when not).
+func Outside(argv []string) string {
+	for _, w := range argv {
+		if base := filepath.Base(w); slices.Contains(containerRuntimes, base) {
+			return "the serve runs in a container through " + base + ": its processes are the runtime's, not in the tree the gate holds"
+		}
+		if !strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && filepath.Base(w) != "env" && filepath.Base(w) != "npu-hold" {
+			// the first word that is a command, not env's or npu-hold's
+			// own: the serve's executable
+			break
+		}
+	}
+	return ""
+}

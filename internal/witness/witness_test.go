@@ -301,3 +301,20 @@ func TestRefused(t *testing.T) {
 		t.Errorf("Unread (-want +got):\n%s", diff)
 	}
 }
+
+func TestOutside(t *testing.T) {
+	for argv, want := range map[string]bool{
+		"docker run --device /dev/accel ovms":      true,
+		"/usr/bin/podman run -it img":              true,
+		"env A=1 docker run img":                   true,
+		"npu-hold -- docker run img":               true,
+		"llama-server -m docker":                   false,
+		"env OLLAMA_HOST=127.0.0.1:1 ollama serve": false,
+		"/opt/docker-tools/llama-server --port 1":  false,
+	} {
+		got := Outside(strings.Fields(argv))
+		if (got != "") != want {
+			t.Errorf("Outside(%s) = %q, want a reason: %v", argv, got, want)
+		}
+	}
+}
