@@ -88,6 +88,7 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 	c := config.Default()
 	c.Floor, c.FirstTokenMS, c.RateSource = res.Limits.Floor, res.Limits.FirstTokenMS, res.Limits.RateSource
 	c.MaxRegression = res.Limits.MaxRegression * 100
+	c.MaxJoulesPerToken = res.Limits.MaxJoulesPerToken
 	// A run made before the sequential rule has no lead: its replies are
 	// counted at the default.
 	if res.Limits.Lead > 0 {
@@ -105,6 +106,7 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 		"floor": "limits.floor", "first-token-ms": "limits.first_token_ms", "rate-source": "limits.rate_source",
 		"max-regression": "limits.max_regression (in percent)", "lead": "limits.lead", "fast-route": "route.fast_patterns", "slow-route": "route.slow_patterns",
 		"agreement-tie-margin": "limits.agreement.tie_margin", "agreement-max-kl": "limits.agreement.max_kl",
+		"max-joules-per-token": "limits.max_joules_per_token",
 	}
 	fs.Visit(func(f *flag.Flag) {
 		delete(fromRun, f.Name)
@@ -127,6 +129,8 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 			c.AgreementTieMargin = d.AgreementTieMargin
 		case "agreement-max-kl":
 			c.AgreementMaxKL = d.AgreementMaxKL
+		case "max-joules-per-token":
+			c.MaxJoulesPerToken = d.MaxJoulesPerToken
 		}
 	})
 	if d.Baseline != "" && c.MaxRegression == 0 && !setFlags(fs)("max-regression") {
@@ -152,6 +156,7 @@ func limitFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.Lead, "lead", c.Lead, "the lead of the sign counts that decides (docs/measuring.md)")
 	fs.Var(&patterns{list: &c.FastRoute}, "fast-route", "RE2 pattern, or count rule, naming the fast route (repeatable)")
 	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern, or unless-fast rule, naming the slow route (repeatable)")
+	fs.Float64Var(&c.MaxJoulesPerToken, "max-joules-per-token", c.MaxJoulesPerToken, "net joules per decoded token allowed, judged on the energy figures the run recorded (0: the row is for people only)")
 	referenceFlags(fs, c)
 }
 

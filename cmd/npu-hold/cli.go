@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
@@ -376,6 +378,7 @@ func (e *env) doctor(args []string) int {
 	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim)
 	failed := false
 	checks := append(hold.Doctor(*root, c.lockDir, lim.Cur), hold.CheckPools(c.lockDir, c.pools, c.device)...)
+	checks = append(checks, energyChecks(filepath.Join(*root, "sys"))...)
 	for _, ch := range checks {
 		fmt.Fprintf(e.stdout, "%-5s %s\n", ch.Level, ch.What)
 		failed = failed || ch.Level == "FAIL"
@@ -424,4 +427,25 @@ func takeTerminalBack(tty *os.File) {
 	signal.Ignore(syscall.SIGTTOU)
 	defer signal.Reset(syscall.SIGTTOU)
 	unix.IoctlSetPointerInt(int(tty.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
+}
+
+// energyChecks say which energy sensors the gate's --energy can read here,
+// as this user, and what to change where one cannot be read. None is a
+// warning, never a failure: the energy row is then "unavailable".
+func energyChecks(sys string) []hold.Check {
+	env := energy.Env{Sys: sys, NVML: energy.OpenNvidiaSMI(exec.LookPath), LookCmd: exec.LookPath}
+	var cs []hold.Check
+	readable := 0
+	for _, f := range energy.Survey(env) {
+		if f.Why == "" {
+			readable++
+			cs = append(cs, hold.Check{Level: "ok", What: fmt.Sprintf("energy: %s can be read (%s, %s: %s)", f.Info.Name, f.Info.Quantity, f.Info.Method, console.Text(f.Info.Boundary))})
+			continue
+		}
+		cs = append(cs, hold.Check{Level: "info", What: fmt.Sprintf("energy: %s: %s", f.Kind, console.Text(f.Why))})
+	}
+	if readable == 0 {
+		cs = append(cs, hold.Check{Level: "warn", What: "energy: no sensor this user can read: the gate's energy row will say unavailable; a sensor of the runner's own can be named with --energy counter:PATH or power:PATH (docs/measuring.md)"})
+	}
+	return cs
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
@@ -92,6 +93,14 @@ type Config struct {
 	Comment        string
 	PRNumber       int // the pull request to comment on from a push; 0: the event's
 	GitHubToken    string
+	// Energy is the energy sensor read while the judged replies decode
+	// (energy.ParseSpec: auto, off, nvml, hwmon, ...), EnergyIdle how long
+	// the serve's idle power is read before and after them, and
+	// MaxJoulesPerToken the net joules per decoded token allowed (0: the
+	// energy row is for people only).
+	Energy            string
+	EnergyIdle        time.Duration
+	MaxJoulesPerToken float64
 }
 
 // DefaultFloor is the default decode-rate floor, tok/s, and DefaultFloorWhy why:
@@ -146,6 +155,8 @@ func Default() Config {
 		Count:              1,
 		CheckName:          "npu serve smoke",
 		Comment:            "on-pr",
+		Energy:             energy.Auto,
+		EnergyIdle:         DefaultEnergyIdle,
 	}
 }
 
@@ -162,6 +173,11 @@ type Plan struct {
 	// Reference is the trusted route's replies to the prompts this run can
 	// ask, checked against this run's settings, when there is one.
 	Reference *report.Reference
+	// EnergySpec is --energy parsed, EnergyOrder the sensors auto tries,
+	// and EnergyEnv where they are found.
+	EnergySpec  energy.Spec
+	EnergyOrder []string
+	EnergyEnv   energy.Env
 }
 
 // SetBaseline makes b the plan's baseline, taken from where (a file, or a
@@ -186,7 +202,7 @@ func DefaultSlowRoute() []string { return slices.Clone(judge.DefaultSlowRoute) }
 // Limits are the judging limits of the configuration.
 func (c *Config) Limits() judge.Limits {
 	l := judge.Limits{Floor: c.Floor, FirstTokenMS: c.FirstTokenMS, RateSource: c.RateSource, MaxRegression: c.MaxRegression / 100, Lead: c.Lead,
-		Agreement: agree.Bounds{TieMargin: c.AgreementTieMargin, MaxKL: c.AgreementMaxKL}}
+		Agreement: agree.Bounds{TieMargin: c.AgreementTieMargin, MaxKL: c.AgreementMaxKL}, MaxJoulesPerToken: c.MaxJoulesPerToken}
 	if c.Floor == DefaultFloor && c.FloorFromBaseline == 0 {
 		l.FloorWhy = DefaultFloorWhy
 	}
@@ -338,6 +354,8 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 		bad("--hold %q: pass builtin, none, or command:NAME", c.Hold)
 	}
 
+	errs = append(errs, c.checkEnergy(p)...)
+
 	// Reporting.
 	if strings.TrimSpace(c.CheckName) == "" {
 		bad("--check-name is empty; pass the name the required status check matches, e.g. 'npu serve smoke'")
@@ -392,6 +410,9 @@ func (c *Config) CheckLimitsFrom(name func(flag string) string) error {
 	}
 	if !(c.MaxRegression >= 0 && c.MaxRegression < 100) {
 		errs = append(errs, fmt.Errorf("%s %v: pass a percentage from 0 to under 100, e.g. 10", name("max-regression"), c.MaxRegression))
+	}
+	if !(c.MaxJoulesPerToken >= 0) || math.IsInf(c.MaxJoulesPerToken, 0) {
+		errs = append(errs, fmt.Errorf("%s %v: pass the net joules per decoded token allowed, above 0 (e.g. 0.5), or 0 for no ceiling", name("max-joules-per-token"), c.MaxJoulesPerToken))
 	}
 	if c.Lead < 1 {
 		errs = append(errs, fmt.Errorf("%s %d: pass 1 or more; %d, the default, is Wald's test at alpha %g (docs/measuring.md)", name("lead"), c.Lead, judge.DefaultLead, judge.Alpha))

@@ -27,6 +27,9 @@ type Preset struct {
 	// path (it ignores or rejects the fields), so --top-logprobs defaults
 	// to 0; otherwise to DefaultTopLogprobs. docs/presets.md#logprobs.
 	NoLogprobs bool
+	// Energy is the order in which --energy auto tries the sensors, by the
+	// devices the serve runs on; nil tries energy.Kinds.
+	Energy []string
 }
 
 // Hint is a way to make a serve print its route evidence.
@@ -49,7 +52,11 @@ const (
 // weights went: a device buffer (its name from the backend's source, the
 // device's index after it) is the fast route; CPU buffers alone are the
 // slow route. CUDA_Host, Vulkan_Host, CANN_Host... are pinned host memory,
-// not device.
+// not device. A device that maps the model file rather than copying it
+// names its buffer with "_Mapped" after the device's name (Metal's
+// "Metal_Mapped", "MTL0_Mapped": ggml/src/ggml-metal/): still the device.
+// Releases before the "model buffer" wording (llm_load_tensors, 2024)
+// printed "CUDA0 buffer size" and "CPU buffer size": the same buffers.
 //
 // A full offload still keeps the token embeddings in a host buffer
 // (CPU_Mapped, or CPU without mmap: llama.cpp reads them on the CPU), which
@@ -63,8 +70,8 @@ const (
 // with CPU buffers alone is the slow route even after one on the device.
 var (
 	llamaOffload     = judge.CountPrefix + `load_tensors: offloaded (\d+)/(\d+) layers to GPU`
-	llamaDeviceModel = `load_tensors: +(?:(?:CUDA|ROCm|MUSA|Vulkan|SYCL|CANN|MTL|HTP|OPENVINO)\d+|Metal|OpenCL|WebGPU|zDNN|RPC\[[^\]]*\]) model buffer size = +(\d+(?:\.\d+)?) MiB`
-	llamaHostBuffer  = `load_tensors: +(?:CPU(?:_Mapped|_REPACK|_AARCH64)?|\w+_Host|AMX) model buffer size`
+	llamaDeviceModel = `load_tensors: +(?:(?:CUDA|ROCm|MUSA|Vulkan|SYCL|CANN|MTL|HTP|OPENVINO)\d+|Metal|OpenCL|WebGPU|zDNN|RPC\[[^\]]*\])(?:_Mapped)? (?:model )?buffer size = +(\d+(?:\.\d+)?) MiB`
+	llamaHostBuffer  = `load_tensors: +(?:CPU(?:_Mapped|_REPACK|_AARCH64)?|\w+_Host|AMX) (?:model )?buffer size`
 	llamaCPUModel    = judge.UnlessFastPrefix + llamaHostBuffer
 	llamaCPUHeavier  = judge.HeavierPrefix + llamaHostBuffer + ` = +(\d+(?:\.\d+)?) MiB`
 	llamaLoad        = judge.LoadPrefix + `llama_model_loader: loaded meta data with`
@@ -81,19 +88,33 @@ var (
 	}
 )
 
-// Ollama v0.6.5 logs its placement at INFO (llm/server.go:
-// slog.Info("offload", "", estimate); llm/memory.go LogValue): "msg=offload
-// library=cpu layers.requested=-1 layers.model=3 layers.offload=0".
-// layers.model counts the output layer, as layers.offload does when all fit.
-// v0.12.11 prints no such line: a model on llama.cpp's runner gets
-// llama.cpp's load lines (the CPU's "load_tensors: CPU model buffer size",
-// a device's model buffer), and one on Ollama's own engine the line its
-// ggml backend writes "to mimic llama runner logs" (ml/backend/ggml/
-// ggml.go: "offloaded 0/3 layers to GPU", the output layer counted).
+// Ollama's scheduler logs its plan for a model at INFO before any runner
+// loads it: v0.6.5 as "msg=offload library=cuda ... layers.model=M
+// layers.offload=N" (llm/server.go: slog.Info("offload", "", estimate);
+// llm/memory.go LogValue), releases before v0.5.8 as "msg=\"offload to
+// cuda\" layers.requested=... layers.model=M layers.offload=N"
+// (llm/memory.go: log.Info("offload to "+m.inferenceLibrary, ...)). A plan
+// is not a placement: the runner can then find no usable library (its DEBUG
+// line "compatible gpu libraries" compatible=[], llm/server.go) and run on
+// the CPU. So a plan line names the slow route unless a line of its own
+// load names the fast route: the runner's placement, llama.cpp's load
+// lines (v0.6.5 and v0.12.11's llama.cpp runner log them at INFO) or the
+// line Ollama's own engine writes "to mimic llama runner logs" (v0.12.11
+// ml/backend/ggml/ggml.go: "offloaded 29/29 layers to GPU", the output
+// layer counted). Each plan, and v0.12.11's "loading model" line
+// (llm/server.go), starts a model load; llama.cpp's own "loaded meta
+// data" line is not one, as it comes after the plan it belongs to; the
+// load rule comes before the plan's own rule, so that the plan opens its
+// load before it is weighed in it. A plan on the CPU, or no compatible
+// library, is the slow route outright.
 var (
-	ollamaOffload       = judge.CountPrefix + `msg=offload library=\S+ layers\.requested=\S+ layers\.model=(?P<total>\d+) layers\.offload=(\d+)`
+	ollamaPlan          = `msg=(?:offload library=\S+|"offload to \w+") layers\.requested=`
+	ollamaPlanSlow      = judge.UnlessFastPrefix + ollamaPlan
+	ollamaPlanLoad      = judge.LoadPrefix + ollamaPlan
+	ollamaLoadingLoad   = judge.LoadPrefix + `msg="loading model" "model layers"=`
 	ollamaEngineOffload = judge.CountPrefix + `msg="offloaded (\d+)/(?P<total>\d+) layers to GPU"`
-	ollamaCPU           = `msg=offload library=cpu `
+	ollamaCPU           = `msg=(?:offload library=cpu |"offload to cpu")`
+	ollamaNoLibrary     = `msg="compatible gpu libraries" compatible=\[\]`
 )
 
 // OVMS logs the device it was given at DEBUG, among its CLI settings
@@ -104,13 +125,37 @@ var (
 // the NPU and for any device with --pipeline_type LM
 // (src/llm/servable_initializer.cpp).
 var (
-	ovmsNPU  = `\] target_device: NPU$`
+	ovmsFast = []string{
+		`\] target_device: NPU$`,
+		`, with target device: NPU \.\.\.$`,
+		ovmsExecutionNPU,
+	}
 	ovmsSlow = []string{
 		`\] target_device: (?:CPU|GPU|AUTO|HETERO|MULTI|BATCH)`,
 		`No device specified, using recommended device: CPU`,
 		`Initializing Language Model Continuous Batching servable`,
+		ovmsNoNPU,
+		judge.UnlessFastPrefix + `, with target device: (?:CPU|GPU|AUTO|HETERO|MULTI|BATCH)`,
+		judge.UnlessFastPrefix + `CompiledModel config key: EXECUTION_DEVICES, value: (?:CPU|GPU)`,
 	}
-	ovmsHint = &Hint{
+	// A model OVMS compiles itself (src/modelinstance.cpp) is announced at
+	// INFO with the device it was given ("Loading model: m, version: 1,
+	// from path: p, with target device: NPU ..."), and at DEBUG the compiled
+	// model's own properties follow, EXECUTION_DEVICES among them: the
+	// device OpenVINO runs it on ("Model: m; version: 1; target device:
+	// AUTO, CompiledModel config key: EXECUTION_DEVICES, value: CPU"). The
+	// plugins' own configurations, also dumped at DEBUG ("OpenVINO Core
+	// plugin: CPU; plugin configuration: { ... EXECUTION_DEVICES: CPU ...
+	// }"), say nothing of a model and are not read. A config can serve
+	// several models, an embedding model on the CPU beside the LLM: a model
+	// on the CPU is the slow route unless a line names the NPU.
+	ovmsExecutionNPU = `CompiledModel config key: EXECUTION_DEVICES, value: NPU$`
+	// At INFO, OVMS lists the devices OpenVINO found (src/modelmanager.cpp:
+	// "Available devices for Open VINO: CPU, GPU, NPU", joined with ", "):
+	// a list of CPUs, GPUs and GNAs alone has no NPU to run on. Another
+	// name (the NPU's older VPUX among them) leaves the line unread.
+	ovmsNoNPU = `Available devices for Open VINO: (?:(?:CPU|GPU(?:\.\d+)?|GNA)(?:, |$))+$`
+	ovmsHint  = &Hint{
 		Text: "OVMS names the device it was given only at DEBUG (\"target_device: NPU\"), and only when it serves from --model_path or --source_model, not --config_path: add --log_level DEBUG to --serve",
 	}
 )
@@ -118,15 +163,42 @@ var (
 // vLLM: CUDA graphs captured is the fast route; eager mode (the per-op
 // forward's analogue) and CPU attention backends are the slow route
 // (vllm/v1/worker/gpu_model_runner.py, vllm/config/vllm.py,
-// vllm/platforms/cuda.py and cpu.py).
+// vllm/platforms/cuda.py and cpu.py). Releases with the V0 engine said so
+// in other words: its model runner printed "Capturing cudagraphs for
+// decoding" (before v0.6.4: "Capturing the model for CUDA graphs") only
+// after asserting it was not in eager mode (vllm/worker/model_runner.py
+// capture_model), and its engine's config line carries enforce_eager=True
+// (vllm/engine/llm_engine.py). vLLM on the CPU says so as it starts: the
+// platform it detected (vllm/platforms/__init__.py: "Automatically
+// detected platform cpu."; DEBUG in recent releases), its CPU worker and
+// model runner (vllm/v1/worker/cpu_worker.py, cpu_model_runner.py, their
+// names in each line's prefix, or the CPUWorker class named in a warning),
+// the KV cache it sizes in host memory
+// (vllm/platforms/cpu.py: "VLLM_CPU_KVCACHE_SPACE not set. Using N GiB for
+// KV cache."; on MPS the line ends "on MPS"), and, before V1, the Torch
+// SDPA attention backend (vllm/attention/selector.py: "Using Torch SDPA
+// backend."). A dispatcher that has no graph keys says "No cudagraph will
+// be used" (vllm/v1/cudagraph_dispatcher.py); it is the slow route unless
+// graphs were captured, as a warm-up may dispatch before the capture.
 var (
-	vllmFast = []string{`Graph capturing finished in \d+ secs`}
+	vllmFast = []string{
+		`Graph capturing finished in \d+ secs`,
+		`Capturing cudagraphs for decoding`,
+		`Capturing the model for CUDA graphs`,
+	}
 	vllmSlow = []string{
 		`Enforce eager set, disabling torch\.compile and CUDAGraphs`,
 		`Cudagraph is disabled under eager mode`,
 		`Skipping CUDA graph capture`,
 		`Using (?:AttentionBackendEnum\.)?(?:TORCH_SDPA|CPU_ATTN)(?: attention)? backend`,
+		`Initializing an? (?:V\d )?LLM engine \(v[^)]*\) with config: .*enforce_eager=True`,
+		`Automatically detected platform cpu\.`,
+		`cpu_(?:model_runner|worker)\.py:\d+\]|vllm\.v1\.worker\.cpu_worker\.CPUWorker`,
+		`VLLM_CPU_KVCACHE_SPACE not set\. Using [\d.]+ GiB for KV cache\.`,
+		`Using Torch SDPA backend`,
+		vllmNoGraph,
 	}
+	vllmNoGraph = judge.UnlessFastPrefix + `No cudagraph will be used`
 	// vllm-ascend captures ACL graphs through the same capture_model and
 	// says "Replaying aclgraph" once a request replays one; eager mode and
 	// graph modes the NPU refuses are the slow route (vllm_ascend/platform.py,
@@ -136,7 +208,32 @@ var (
 		`Compilation disabled, using eager mode by default`,
 		`cudagraph_mode is not support on NPU\. falling back to NONE`,
 		`setting CUDAGraphMode to NONE`,
+		vllmNoGraph,
 	}, vllmSlow[:3]...)
+)
+
+// FastFlowLM's own failures to reach the NPU, beside flm validate's: the
+// NPU runtime (XRT) finding no device ("No such device with index '0'",
+// which flm prints as "Error:  No such device with index '0'"), and a
+// model that does not load (src/server/rest_handler.cpp, src/runner/
+// runner.cpp: header_print("ERROR", "Failed to load model: " ...), printed
+// "[ERROR]  Failed to load model: ..."): FLM has no other device, so a
+// model that is not loaded there is served nowhere.
+var flmSlow = []string{`No NPU device found`, `No XDNA2 NPU hardware detected`, `No such device with index`, `\[ERROR\] +Failed to load model: `}
+
+// Lemonade runs a model on one of its recipes. Its flm recipe runs
+// FastFlowLM, which has no device but the NPU, once flm validate passed
+// ("FLM NPU validation failed" otherwise), and says the server answers:
+// "(FastFlowLM) FastFlowLM is ready!" (src/cpp/server/backends/fastflowlm/
+// fastflowlm_server.cpp, wait_for_ready: server_name_ + " is ready!"; its
+// server was named "flm-server" before). Its llamacpp recipe prints
+// llama.cpp's lines, and Lemonade's Python server (8.x, src/lemonade/
+// tools/server/llamacpp.py) retries a model on the CPU when the GPU load
+// fails ("Loading X on GPU didn't work, re-attempting on CPU"), the CPU
+// llama-server (-ngl 0) prefixing its lines "LLAMA SERVER CPU:".
+var (
+	lemonadeFast = append([]string{`\(FastFlowLM\) (?:FastFlowLM|flm-server) is ready!`}, llamaFast...)
+	lemonadeSlow = append([]string{`FLM NPU validation failed`, `didn't work, re-attempting on CPU`, `LLAMA SERVER CPU: `}, llamaSlow...)
 )
 
 // Presets by name.
@@ -144,9 +241,9 @@ var Presets = map[string]Preset{
 	"llama.cpp": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
 		FastRoute: llamaFast, SlowRoute: llamaSlow, Hint: llamaServerHint},
 	"vllm": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: vllmFast, SlowRoute: vllmSlow},
+		FastRoute: vllmFast, SlowRoute: vllmSlow, Energy: []string{"nvml", "hwmon"}},
 	"vllm-ascend": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: vllmAscendFast, SlowRoute: vllmAscendSlow},
+		FastRoute: vllmAscendFast, SlowRoute: vllmAscendSlow, Energy: []string{"npu-smi"}},
 	// OpenVINO Model Server: KServe health, OpenAI API under /v3. With no
 	// target device it picks one, never the NPU. Its Legacy servable runs
 	// on whatever device it is told (--pipeline_type LM), so that line is
@@ -154,7 +251,7 @@ var Presets = map[string]Preset{
 	// It rejects logprobs with stream: true ("logprobs are not supported in
 	// streaming mode.", src/llm/apis/openai_completions.cpp).
 	"ovms": {Health: "/v2/health/ready", ChatPath: "/v3/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: []string{ovmsNPU}, SlowRoute: ovmsSlow, Hint: ovmsHint, NoLogprobs: true},
+		FastRoute: ovmsFast, SlowRoute: ovmsSlow, Hint: ovmsHint, NoLogprobs: true, Energy: []string{"hwmon", "rapl"}},
 	// FastFlowLM runs on the NPU only; it has no health path, /v1/models
 	// answers once it is up. "NPU Locked!" is printed when a request gets
 	// the NPU (src/server/server.cpp); flm validate prints "No NPU device
@@ -164,17 +261,18 @@ var Presets = map[string]Preset{
 	// adds nothing, and gpt-oss warns of it. It reads no logprobs field and
 	// streams none (src/server/streaming_ostream_openai.hpp).
 	"flm": {Health: "/v1/models", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingThink,
-		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: []string{`No NPU device found`, `No XDNA2 NPU hardware detected`}, NoLogprobs: true},
+		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: flmSlow, NoLogprobs: true, Energy: []string{"hwmon", "rapl"}},
 	// Lemonade answers under /v1 (and /api/v1), and has its own figures of
 	// the last request at /v1/stats; its llamacpp recipe prints llama.cpp's
-	// lines.
+	// lines, its flm recipe its own.
 	"lemonade": {Health: "/v1/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
-		StatsPath: "/v1/stats", FastRoute: llamaFast, SlowRoute: llamaSlow},
+		StatsPath: "/v1/stats", FastRoute: lemonadeFast, SlowRoute: lemonadeSlow},
 	// Ollama answers "Ollama is running" on /, turns thinking off in its
-	// OpenAI-compatible API with reasoning_effort "none", and logs where it
-	// put the layers, then its runner's llama.cpp load lines.
+	// OpenAI-compatible API with reasoning_effort "none", and logs its plan
+	// for the layers, then where its runner put them.
 	"ollama": {Health: "/", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingEffort,
-		FastRoute: append([]string{ollamaOffload, ollamaEngineOffload}, llamaFast...), SlowRoute: append([]string{ollamaCPU}, llamaSlow...)},
+		FastRoute: append([]string{ollamaEngineOffload}, llamaFast...),
+		SlowRoute: []string{ollamaCPU, ollamaNoLibrary, ollamaPlanLoad, ollamaPlanSlow, ollamaLoadingLoad, llamaCPUModel, llamaCPUHeavier}},
 	// The reference serve: the gate's own defaults, its count note first.
 	"1bit": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
 		FastRoute: DefaultFastRoute(), SlowRoute: DefaultSlowRoute()},

@@ -31,11 +31,24 @@ func TestPresetRoutes(t *testing.T) {
 		{"llama.cpp", "two models on the device", "llama_model_loader: loaded meta data with 26 key-value pairs and 291 tensors from a.gguf (version GGUF V3 (latest))\nload_tensors:   CPU_Mapped model buffer size =   200.00 MiB\nload_tensors:        CUDA0 model buffer size =  1000.00 MiB\nllama_model_loader: loaded meta data with 26 key-value pairs and 291 tensors from b.gguf (version GGUF V3 (latest))\nload_tensors:   CPU_Mapped model buffer size =   50.00 MiB\nload_tensors:        CUDA0 model buffer size =  300.00 MiB", "fast"},
 		{"llama.cpp", "CANN (Ascend)", "llm_load_tensors:        CANN0 model buffer size =  1000.00 MiB", "fast"},
 		{"llama.cpp", "pinned host memory is not the device", "load_tensors:    CUDA_Host model buffer size =  9498.51 MiB\nload_tensors:          CPU model buffer size =   577.50 MiB", "slow"},
+		{"llama.cpp", "a mapped device buffer (Metal) outweighs the host", "load_tensors: offloaded 29/29 layers to GPU\nload_tensors: Metal_Mapped model buffer size =   372.45 MiB\nload_tensors:   CPU_Mapped model buffer size =   121.50 MiB", "fast"},
+		{"llama.cpp", "a mapped device buffer (MTL0) outweighs the host", "load_tensors: offloaded 66/66 layers to GPU\nload_tensors:   CPU_Mapped model buffer size =   644.14 MiB\nload_tensors:  MTL0_Mapped model buffer size = 14803.73 MiB", "fast"},
+		{"llama.cpp", "the older wording: every layer on the device", "llm_load_tensors: offloaded 33/33 layers to GPU\nllm_load_tensors:      SYCL0 buffer size =  5115.49 MiB\nllm_load_tensors:        CPU buffer size =   344.44 MiB", "fast"},
+		{"llama.cpp", "the older wording: the CPU alone", "llm_load_tensors:        CPU buffer size =  7761.11 MiB", "slow"},
 		{"llama.cpp", "ROCm, SYCL, Metal, OpenCL, Hexagon", "load_tensors:        ROCm0 model buffer size = 1 MiB\nload_tensors:        SYCL0 model buffer size = 1 MiB\nload_tensors:        Metal model buffer size = 1 MiB\nload_tensors:       OpenCL model buffer size = 1 MiB\nload_tensors:         HTP0 model buffer size = 1 MiB", "fast"},
 		// Ollama v0.6.5 (llm/server.go, llm/memory.go).
 		{"ollama", "on the CPU", `time=2026-11-30T02:10:00.000Z level=INFO source=server.go:138 msg=offload library=cpu layers.requested=-1 layers.model=3 layers.offload=0 layers.split="" memory.available="[15.1 GiB]"` + "\nload_tensors:          CPU model buffer size =   100.00 MiB", "slow"},
-		{"ollama", "all layers on a GPU", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""`, "fast"},
-		{"ollama", "some layers on a GPU", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=20 layers.split=""`, "slow"},
+		// A plan is not a placement: alone it is the slow route, and only the
+		// runner's lines of the same load name the fast one.
+		{"ollama", "a plan for all layers on a GPU, alone", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""`, "slow"},
+		{"ollama", "a plan for some layers on a GPU, alone", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=20 layers.split=""`, "slow"},
+		{"ollama", "the plan, then the runner's placement", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""` + "\nllama_model_loader: loaded meta data with 26 key-value pairs and 291 tensors from a.gguf (version GGUF V3 (latest))\nload_tensors: offloaded 29/29 layers to GPU\nload_tensors:        CUDA0 model buffer size =  1041.71 MiB\nload_tensors:   CPU_Mapped model buffer size =    70.31 MiB", "fast"},
+		{"ollama", "the plan, then no compatible library", `level=INFO source=server.go:175 msg=offload library=cuda layers.requested=-1 layers.model=25 layers.offload=25 layers.split=""` + "\n" + `level=DEBUG source=server.go:291 msg="compatible gpu libraries" compatible=[]`, "slow"},
+		{"ollama", "a second plan whose runner is on the CPU", `msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""` + "\nload_tensors: offloaded 29/29 layers to GPU\nload_tensors:        CUDA0 model buffer size =  1041.71 MiB\n" + `msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""` + "\nload_tensors:          CPU model buffer size =  1041.71 MiB", "both"},
+		// Before v0.5.8 (llm/memory.go), with llama.cpp's older wording.
+		{"ollama", "an older plan, then the runner on Metal", `level=INFO source=memory.go:309 msg="offload to metal" layers.requested=-1 layers.model=33 layers.offload=33 layers.split=""` + "\nllm_load_tensors: offloaded 33/33 layers to GPU\nllm_load_tensors:        CPU buffer size =   281.81 MiB\nllm_load_tensors:      Metal buffer size =  4155.99 MiB", "fast"},
+		{"ollama", "an older plan on the CPU", `level=INFO source=memory.go:309 msg="offload to cpu" layers.requested=-1 layers.model=33 layers.offload=0 layers.split=""`, "slow"},
+		{"ollama", "an older runner on the CPU", "llm_load_tensors:        CPU buffer size =  4460.45 MiB", "slow"},
 		// Ollama v0.12.11: llama.cpp's runner's lines (as its own real run
 		// on the CPU printed them), or its own engine's (ml/backend/ggml/ggml.go).
 		{"ollama", "v0.12.11 on the CPU, llama.cpp's runner", `time=2026-12-01T06:45:02.158Z level=INFO source=server.go:459 msg="loading model" "model layers"=3 requested=-1` + "\n" + `time=2026-12-01T06:45:02.158Z level=INFO source=device.go:245 msg="model weights" device=CPU size="24.7 MiB"` + "\nload_tensors: loading model tensors, this can take a while... (mmap = false)\nload_tensors:          CPU model buffer size =    24.99 MiB", "slow"},
@@ -47,6 +60,25 @@ func TestPresetRoutes(t *testing.T) {
 		{"vllm", "eager", "WARNING 11-30 02:10:00 [vllm.py:1172] Enforce eager set, disabling torch.compile and CUDAGraphs. This is equivalent to setting -cc.mode=none -cc.cudagraph_mode=none\nINFO 11-30 02:10:00 [vllm.py:1401] Cudagraph is disabled under eager mode", "slow"},
 		{"vllm", "a CPU attention backend, forced", "INFO [cpu.py:120] Using AttentionBackendEnum.CPU_ATTN backend.", "slow"},
 		{"vllm", "a CPU attention backend, chosen", "INFO [cpu.py:120] Using TORCH_SDPA attention backend out of potential backends: ['TORCH_SDPA'].", "slow"},
+		// vLLM's V0 engine (vllm/worker/model_runner.py, vllm/engine/llm_engine.py).
+		{"vllm", "V0: graphs captured for decoding", "INFO 02-26 22:35:18 [model_runner.py:1442] Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is not static.", "fast"},
+		{"vllm", "V0, older: graphs captured", "INFO 12-08 09:22:16 model_runner.py:1402] Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model is not static.", "fast"},
+		{"vllm", "V0: eager in the engine's config", "INFO 08-02 09:46:46 [llm_engine.py:230] Initializing a V0 LLM engine (v0.9.3.dev0) with config: model='./Qwen3-1.7B/', quantization=None, enforce_eager=True, kv_cache_dtype=auto, device_config=cpu", "slow"},
+		{"vllm", "V0: not eager in the engine's config", "INFO 05-14 17:44:22 [llm_engine.py:240] Initializing a V0 LLM engine (v0.8.5.post1) with config: model='Qwen/Qwen3-14B', quantization=None, enforce_eager=False, kv_cache_dtype=auto", "neither"},
+		{"vllm", "V0: the Torch SDPA backend (the CPU)", "(VllmWorkerProcess pid=143) INFO 09-20 08:05:46 selector.py:128] Using Torch SDPA backend.", "slow"},
+		// vLLM on the CPU (vllm/platforms/__init__.py, cpu.py, vllm/v1/worker/).
+		{"vllm", "the CPU platform detected", "INFO 08-02 09:45:57 [__init__.py:244] Automatically detected platform cpu.", "slow"},
+		{"vllm", "the CUDA platform detected", "INFO 06-18 15:48:37 [__init__.py:244] Automatically detected platform cuda.", "neither"},
+		{"vllm", "the CPU model runner", "(EngineCore_DP0 pid=60) INFO 01-09 07:47:47 [cpu_model_runner.py:65] Warming up model for the compilation...", "slow"},
+		{"vllm", "the CPU worker", "(EngineCore_DP0 pid=41) INFO 01-08 12:18:24 [cpu_worker.py:86] \tOMP tid: 54, core 3", "slow"},
+		{"vllm", "the CPU worker's class", "WARNING 06-04 11:40:26 [utils.py:2722] Methods determine_num_available_blocks,device_config not implemented in <vllm.v1.worker.cpu_worker.CPUWorker object at 0x30d0de070>", "slow"},
+		{"vllm", "the GPU worker's class", "WARNING 06-04 11:40:26 [utils.py:2722] Methods determine_num_available_blocks not implemented in <vllm.v1.worker.gpu_worker.Worker object at 0x30d0de070>", "neither"},
+		{"vllm", "the KV cache in host memory", "(EngineCore_DP0 pid=60) WARNING 01-09 07:48:12 [cpu.py:157] VLLM_CPU_KVCACHE_SPACE not set. Using 11.72 GiB for KV cache.", "slow"},
+		{"vllm", "the KV cache on MPS is not the CPU's", "WARNING [mps.py:80] VLLM_CPU_KVCACHE_SPACE not set. Using 8.00 GiB for KV cache on MPS. Set VLLM_CPU_KVCACHE_SPACE (in GiB) to override.", "neither"},
+		// A dispatcher with no graph keys, with and without a capture.
+		{"vllm", "no cudagraph, no capture", "WARNING 09-21 21:43:43 [cudagraph_dispatcher.py:102] cudagraph dispatching keys are not initialized. No cudagraph will be used.", "slow"},
+		{"vllm", "no cudagraph at a warm-up, then a capture", "WARNING 09-21 21:43:43 [cudagraph_dispatcher.py:102] cudagraph dispatching keys are not initialized. No cudagraph will be used.\nINFO 09-21 21:43:50 [gpu_model_runner.py:3468] Graph capturing finished in 38 secs, took 1.64 GiB", "fast"},
+		{"vllm-ascend", "no cudagraph, no capture", "(Worker_TP0 pid=552) WARNING 10-28 21:14:10 [cudagraph_dispatcher.py:106] cudagraph dispatching keys are not initialized. No cudagraph will be used.", "slow"},
 		// vllm-ascend.
 		{"vllm-ascend", "ACL graphs", "INFO [__init__.py:216] Platform plugin ascend is activated\nINFO [model_runner_v1.py:4862] Graph capturing finished in 30 secs, took 0.52 GiB\nINFO [acl_graph.py:252] Replaying aclgraph", "fast"},
 		{"vllm-ascend", "eager", "INFO [__init__.py:216] Platform plugin ascend is activated\nINFO [platform.py:969] Compilation disabled, using eager mode by default", "slow"},
@@ -57,9 +89,32 @@ func TestPresetRoutes(t *testing.T) {
 		{"ovms", "the Legacy servable on the CPU", "[serving][debug][server.cpp:139] target_device: CPU\n[modelmanager][info] Initializing Language Model Legacy servable", "slow"},
 		{"ovms", "HETERO", "[serving][debug][server.cpp:139] target_device: HETERO:NPU,CPU", "slow"},
 		{"ovms", "no device given", "[serving][info] No device specified, using recommended device: CPU\n[modelmanager][info] Initializing Language Model Continuous Batching servable", "slow"},
+		// A model OVMS compiles itself (src/modelinstance.cpp).
+		{"ovms", "a model given the NPU", "[serving][info][modelinstance.cpp:1019] Loading model: resnet, version: 1, from path: /models/resnet/1, with target device: NPU ...", "fast"},
+		{"ovms", "a model given the CPU", "[serving][info][modelinstance.cpp:1019] Loading model: resnet, version: 1, from path: /models/resnet/1, with target device: CPU ...", "slow"},
+		{"ovms", "a compiled model run on the NPU", "[modelmanager][debug][modelinstance.cpp:812] Model: resnet; version: 1; target device: NPU, CompiledModel config key: EXECUTION_DEVICES, value: NPU", "fast"},
+		{"ovms", "a compiled model AUTO runs on the CPU", "[modelmanager][debug][modelinstance.cpp:812] Model: resnet; version: 1; target device: AUTO:NPU,CPU, CompiledModel config key: EXECUTION_DEVICES, value: CPU", "slow"},
+		{"ovms", "an embedding model on the CPU beside an LLM given the NPU", "[serving][info][modelinstance.cpp:1019] Loading model: embed, version: 1, from path: /models/embed/1, with target device: CPU ...\n[serving][debug][server.cpp:139] target_device: NPU", "fast"},
+		{"ovms", "a plugin's own configuration names no model's device", "[modelmanager][debug][ov_utils.hpp:91] OpenVINO Core plugin: CPU; plugin configuration: { AVAILABLE_DEVICES: , EXECUTION_DEVICES: CPU, FULL_DEVICE_NAME: Intel(R) Core(TM) Ultra 7 258V }", "neither"},
+		{"ovms", "no NPU among OpenVINO's devices", "[2023-09-27 13:25:09.401][1][modelmanager][info][modelmanager.cpp:121] Available devices for Open VINO: CPU, GNA", "slow"},
+		{"ovms", "the CPU alone", "[modelmanager][info][modelmanager.cpp:143] Available devices for Open VINO: CPU", "slow"},
+		{"ovms", "two GPUs and the CPU", "[modelmanager][info] Available devices for Open VINO: CPU, GPU.0, GPU.1", "slow"},
+		{"ovms", "the NPU among them", "[modelmanager][info] Available devices for Open VINO: CPU, GPU, NPU", "neither"},
+		{"ovms", "a name it does not know", "[modelmanager][info] Available devices for Open VINO: CPU, VPUX", "neither"},
 		// FastFlowLM: its validate line is red.
 		{"flm", "a request on the NPU", "[FLM]  Loading model: qwen3:0.6b\n[🟢 ]  NPU Locked!", "fast"},
 		{"flm", "no NPU", "[ERROR]  No NPU device found.", "slow"},
+		{"flm", "the NPU runtime finds no device", "Error:  No such device with index '0'", "slow"},
+		{"flm", "the model does not load on the NPU", "[FLM]  Loading model: D:\\flm\\Qwen3.5-9B-NPU2\n[ERROR]  Failed to load model: Failed to create context virtual (0xc01e0009): There was an error while creating context", "slow"},
+		// Lemonade: its flm recipe, its Python server's CPU retry.
+		{"lemonade", "its flm recipe ready", "2026-03-14 13:30:40.931 [Info] (FastFlowLM) Waiting for FastFlowLM to be ready...\n2026-03-14 13:30:43.932 [Info] (FastFlowLM) FastFlowLM is ready!", "fast"},
+		{"lemonade", "its flm recipe, as it was named before", "[Info] (FastFlowLM) flm-server is ready!", "fast"},
+		{"lemonade", "its flm recipe started, not yet ready", "2026-08-16 20:11:00.176 [Info] (FastFlowLM) Starting flm-server...", "neither"},
+		{"lemonade", "flm validate failed", "[Error] (Server) Failed to load model: FLM NPU validation failed: No NPU device found.", "slow"},
+		{"lemonade", "the GPU load failed, retried on the CPU", "WARNING:  Loading Qwen3-30B-A3B-GGUF on GPU didn't work, re-attempting on CPU", "slow"},
+		{"lemonade", "the CPU llama-server's lines", "DEBUG:    LLAMA SERVER CPU: print_info: file format = GGUF V3 (latest)", "slow"},
+		{"lemonade", "the GPU llama-server's lines", "DEBUG:    LLAMA SERVER GPU: srv  log_server_r: request: GET /health 127.0.0.1 503", "neither"},
+		{"lemonade", "its llamacpp recipe on ROCm", "[Info] (Process) load_tensors: offloaded 41/41 layers to GPU\n[Info] (Process) load_tensors:        ROCm0 model buffer size = 36144.11 MiB", "fast"},
 		// The reference serve: the note first.
 		{"1bit", "all roles", "npu: ready on the private route dx (4 of 4 roles have a 16-row decode kernel)", "fast"},
 		{"1bit", "some roles", "npu: ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)", "both"},

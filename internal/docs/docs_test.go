@@ -315,3 +315,65 @@ func definesFunc(t *testing.T, name, gate string) bool {
 	}
 	return false
 }
+
+// Each way of citing a version that a later check cannot fetch is found,
+// and the forms the pages use pass.
+func TestCheckCitations(t *testing.T) {
+	const commit = "98aabcd429c4e8402406c56ce2d26387fed3b9ce"
+	page := filepath.Join(t.TempDir(), "page.md")
+	text := "# Page\n\n" +
+		"The template (actions/runner, read at commit `0128561f`) has no restart.\n" +
+		"See `actions/runner@main:src/Misc/layoutbin/svc.sh`.\n" +
+		"Read in ollama/ollama v0.12.11 and ggml-org/llama.cpp b10116.\n" +
+		"At `" + commit + "` alone.\n" +
+		"Read at `actions/runner@0128561f` and in actions/runner at v2.336.0.\n" +
+		"Good: `actions/runner@" + commit + ":src/Misc/layoutbin/actions.runner.service.template`,\n" +
+		"`systemd/systemd@v257`, `ROCm/k8s-device-plugin@v1.31.0.10:cmd/k8s-device-plugin/main.go`,\n" +
+		"`ggml-org/llama.cpp@b10116`, `ollama/ollama@v0.12.11-rc0`, `uses: actions/checkout@v4`,\n" +
+		"and `a/b@1.2.3`, and the form itself, `owner/repo@REF:path`.\n" +
+		"Not commits: 18446744073709551615, npu.h.00000000000000000001, deadbeef, 0x8086, ggml/src/abc1234/x, v-0abc123f, 0abc123f_x,\n" +
+		"1abc234f-x, docs/abc1234f ends a path, 2abc345f/x, x.3abc456f, x_4abc567f.\n" +
+		"Seven digits are enough: abc1234.\n" +
+		"Read in ollama/ollama, read at v0.6.5, and ollama/ollama version v0.6.5; see actions/runner@v2.336.0.\n" +
+		"Built from `ggml-org/llama.cpp` `b123`; (actions/runner@v2.336.0, actions/runner@v2.336.0; actions/runner@v2.336.0).\n" +
+		"```text\nread at commit 0128561f, inside a block\n```\n"
+	if err := os.WriteFile(page, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, err := range CheckCitations(page) {
+		got = append(got, strings.TrimPrefix(err.Error(), page))
+	}
+	want := []string{
+		`:3: "0128561f" looks like an abbreviated commit; write the full commit as owner/repo@COMMIT (40 hexadecimal digits), with :path for a file`,
+		`:4: "actions/runner@main:src/Misc/layoutbin/svc.sh": actions/runner is cited at "main", which is neither a full commit (40 hexadecimal digits) nor a release tag; write actions/runner@COMMIT or actions/runner@vX.Y.Z, with :path for a file`,
+		`:5: "ollama/ollama v0.12.11": a version beside the repository; write ollama/ollama@v0.12.11, with :path for a file`,
+		`:5: "ggml-org/llama.cpp b10116": a version beside the repository; write ggml-org/llama.cpp@b10116, with :path for a file`,
+		`:6: commit ` + commit + ` is named without its repository; write owner/repo@` + commit + `, with :path for a file`,
+		`:7: "actions/runner@0128561f": actions/runner is cited at "0128561f", which is neither a full commit (40 hexadecimal digits) nor a release tag; write actions/runner@COMMIT or actions/runner@vX.Y.Z, with :path for a file`,
+		`:7: "actions/runner at v2.336.0": a version beside the repository; write actions/runner@v2.336.0, with :path for a file`,
+	}
+	want = append(want,
+		`:14: "abc1234" looks like an abbreviated commit; write the full commit as owner/repo@COMMIT (40 hexadecimal digits), with :path for a file`,
+		`:15: "ollama/ollama, read at v0.6.5": a version beside the repository; write ollama/ollama@v0.6.5, with :path for a file`,
+		`:15: "ollama/ollama version v0.6.5": a version beside the repository; write ollama/ollama@v0.6.5, with :path for a file`,
+		":16: \"ggml-org/llama.cpp` `b123\": a version beside the repository; write ggml-org/llama.cpp@b123, with :path for a file",
+	)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CheckCitations of a page with bad citations (-want +got):\n%s", diff)
+	}
+}
+
+// Every citation of another project's source in the pages is in the one
+// form a check against the sources can find (CheckCitations).
+func TestCitations(t *testing.T) {
+	pages, err := Pages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages {
+		for _, err := range CheckCitations(p) {
+			t.Error(err)
+		}
+	}
+}

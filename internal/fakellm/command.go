@@ -77,6 +77,12 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opt.ReadyAfter, "ready-after", 0, "health answers 503 until this long after start")
 	fs.StringVar(&opt.HealthPath, "health-path", "", "health path (default: the persona's)")
 	fs.StringVar(&opt.LogprobsShape, "logprobs-shape", "", logprobsHelp)
+	sensor := &Sensor{}
+	fs.StringVar(&sensor.Path, "sensor", "", "play the device's energy sensor: write to this file, every --sensor-period, the energy used since the start (µJ), or with --sensor-power the power (µW)")
+	fs.BoolVar(&sensor.Power, "sensor-power", false, "the sensor gives power (µW), not an energy counter")
+	fs.DurationVar(&sensor.Period, "sensor-period", 20*time.Millisecond, "the sensor's update period")
+	fs.Float64Var(&sensor.IdleWatts, "idle-watts", 20, "the simulated device's power while no request streams")
+	fs.Float64Var(&sensor.BusyWatts, "busy-watts", 100, "the simulated device's power while a request streams")
 	fs.Float64Var(&opt.Kernel.Noise, "kernel-noise", 0, "rounding noise: jitter each logit by up to this many nats, the same way for the same prompt, so near-ties can flip (right but rounded)")
 	fs.IntVar(&opt.Kernel.Skew, "kernel-skew", 0, "a broken kernel: from token N on, a token the reference ranks last of 20 comes first and the reference's choice fourth, 4.5 nats below")
 	if err := fs.Parse(args); err != nil {
@@ -116,6 +122,20 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 	opt.Log = stdout
 	opt.Exit = os.Exit
+	if sensor.Path != "" {
+		if sensor.Period <= 0 || sensor.IdleWatts < 0 || sensor.BusyWatts < 0 {
+			fmt.Fprintf(stderr, "fakellm: --sensor-period %v, --idle-watts %v, --busy-watts %v: want a positive period and powers from 0\n", sensor.Period, sensor.IdleWatts, sensor.BusyWatts)
+			return 2
+		}
+		opt.Sensor = sensor
+		stopSensor := make(chan struct{})
+		defer close(stopSensor)
+		go func() {
+			if err := sensor.Run(stopSensor); err != nil {
+				fmt.Fprintf(stdout, "fakellm: sensor: %v\n", err)
+			}
+		}()
+	}
 
 	if *exitAtStart != 0 {
 		fmt.Fprintf(stdout, "fakellm: loading model %s\nfakellm: fatal: no accelerator found (/dev/accel/accel0: no such file or directory)\n", opt.Model)

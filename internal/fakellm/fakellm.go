@@ -104,6 +104,9 @@ type Options struct {
 	// the connection instead when it is nil.
 	Exit func(code int)
 	Log  io.Writer // the serve's log; route lines and one line a request
+	// Sensor, when set, is the simulated device's energy sensor: busy
+	// while a request streams.
+	Sensor *Sensor
 }
 
 // Server is a simulated serve's HTTP handler.
@@ -383,6 +386,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
+	defer s.opt.Sensor.Busy()()
 	begin := time.Now()
 	if s.opt.Nagle {
 		// As a Python serve often does: the prompt first, then the

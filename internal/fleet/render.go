@@ -84,6 +84,33 @@ func (m *Merged) anyReference() bool {
 	return false
 }
 
+// anyEnergy reports whether a row has energy figures: the merged table
+// then has an energy column.
+func (m *Merged) anyEnergy() bool {
+	for i := range m.Rows {
+		if r := m.Rows[i].Result; r != nil && r.Energy != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// energyCell is a row's net joules per decoded token and its source, or
+// why there is none.
+func energyCell(r *Row) string {
+	if r.Result == nil || r.Result.Energy == nil {
+		return "—"
+	}
+	e := r.Result.Energy
+	if e.NetJPerToken != nil {
+		return fmt.Sprintf("%.3g J/token net (%s)", *e.NetJPerToken, report.Cell(e.Source, 60))
+	}
+	if e.GrossJPerToken != nil {
+		return fmt.Sprintf("%.3g J/token gross (%s)", *e.GrossJPerToken, report.Cell(e.Source, 60))
+	}
+	return "unavailable"
+}
+
 // change is the row's median rate and first token against its baseline.
 func change(r *Row) string {
 	b := r.Baseline
@@ -104,14 +131,20 @@ func (m *Merged) Markdown(limit int, history *History) string {
 		icon = "✅"
 	}
 	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, report.Cell(m.Base, 100), m.Title())
-	refs := m.anyReference()
+	refs, joules := m.anyReference(), m.anyEnergy()
 	b.WriteString("| model | device | verdict | median rate (floor) | first token (limit) | route | against the baseline |")
 	if refs {
 		b.WriteString(" agreement |")
 	}
+	if joules {
+		b.WriteString(" energy |")
+	}
 	b.WriteString("\n|---|---|---|---:|---:|---|---|")
 	if refs {
 		b.WriteString("---|")
+	}
+	if joules {
+		b.WriteString("---:|")
 	}
 	b.WriteString("\n")
 	for i := range m.Rows {
@@ -139,6 +172,9 @@ func (m *Merged) Markdown(limit int, history *History) string {
 				agrees = "no reference"
 			}
 			base += " | " + agrees
+		}
+		if joules {
+			base += " | " + energyCell(r)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", report.Cell(r.Job.Model(), 100), report.Cell(r.Job.Device(), 50), verdict, rate, first, route, base)
 	}

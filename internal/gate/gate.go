@@ -381,6 +381,10 @@ func (g *Gate) askAll(res *report.Result, a *asker) {
 		}
 		res.Warmups = append(res.Warmups, r)
 	}
+	// The energy sensor is read from here to the last judged reply's
+	// end, with the idle power before and after.
+	e := g.startEnergy(a.ctx, res)
+	defer g.finishEnergy(a.ctx, res, e)
 	rule := judge.Rule{Lead: p.Lead, Min: p.Replies, Max: res.Extra.Max}
 	w := g.witnessFirst(a)
 	defer g.witnessLast(res, a, w)

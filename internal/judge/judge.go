@@ -54,6 +54,10 @@ type Limits struct {
 	// Lead is the lead by which a sign count decides (Rule); 0 in a run
 	// made before the sequential rule, whose details then give no signs.
 	Lead int `json:"lead,omitempty"`
+	// MaxJoulesPerToken makes the energy row an assertion: the judged
+	// window's net joules per decoded token at most this. 0: the row is
+	// for people only.
+	MaxJoulesPerToken float64 `json:"max_joules_per_token,omitempty"`
 }
 
 // RateOf is the figure the rate assertion judges for one reply: its decode
@@ -99,6 +103,9 @@ type Input struct {
 	// its own account; nil (--witness off, a run made before them): the
 	// route rests on the log alone.
 	Witness *Witness
+	// Energy is what the runner's energy sensor said of the judged window;
+	// nil with --energy off.
+	Energy *Energy
 }
 
 // Assertion is one line of the verdict.
@@ -106,6 +113,9 @@ type Assertion struct {
 	Name   string `json:"name"`
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"`
+	// Info marks a row that is there for people and judges nothing (the
+	// energy figures without a ceiling): it is always OK.
+	Info bool `json:"info,omitempty"`
 }
 
 // Verdict is the judgement of one run.
@@ -129,6 +139,9 @@ func Judge(in Input) Verdict {
 		if in.Reference != nil {
 			names = append(names, Agreement)
 		}
+		if in.Limits.MaxJoulesPerToken > 0 {
+			names = append(names, EnergyName)
+		}
 		for _, name := range names {
 			as = append(as, Assertion{Name: name, Detail: "no replies: " + why})
 		}
@@ -144,6 +157,9 @@ func Judge(in Input) Verdict {
 		}
 		if in.Reference != nil {
 			as = append(as, judgeAgreement(in))
+		}
+		if a, ok := judgeEnergy(in.Energy, in.Limits); ok {
+			as = append(as, a)
 		}
 	}
 	if a, ok := judgeRelease(in.Release); ok {

@@ -49,6 +49,7 @@ func Outputs(res *report.Result, files string, checkID int64) map[string]string 
 		"first-token-ms": "",
 		"route":          report.RouteName(res.Route),
 		"agreement":      "",
+		"energy":         "",
 		"result-json":    "",
 		"summary-md":     "",
 		"check-run-id":   "",
@@ -73,6 +74,9 @@ func Outputs(res *report.Result, files string, checkID int64) map[string]string 
 				out["agreement"] = "ok"
 			}
 		}
+	}
+	if e := res.Energy; e != nil && e.NetJPerToken != nil {
+		out["energy"] = fmt.Sprintf("%.4g", *e.NetJPerToken)
 	}
 	if checkID != 0 {
 		out["check-run-id"] = fmt.Sprint(checkID)

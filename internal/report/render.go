@@ -31,6 +31,9 @@ func Console(w io.Writer, r *Result) {
 		if a.OK {
 			status = "ok"
 		}
+		if a.Info {
+			status = "info"
+		}
 		fmt.Fprintf(w, "%-12s %-5s %s\n", a.Name, status, ConsoleText(a.Detail))
 	}
 	switch r.Verdict {
@@ -107,6 +110,9 @@ func markdown(r *Result, withTail bool) string {
 		res := "❌ FAIL"
 		if a.OK {
 			res = "✅ ok"
+		}
+		if a.Info {
+			res = "ℹ️ info"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", a.Name, res, Cell(a.Detail, 1000))
 	}

@@ -65,11 +65,14 @@ type Result struct {
 	// rule.
 	Signs *judge.Signs `json:"signs,omitempty"`
 	// Extra says how many replies were taken past --replies, and why.
-	Extra  Extra        `json:"extra"`
-	Run    RunFacts     `json:"run"`
-	Serve  ServeFacts   `json:"serve"`
-	Hold   HoldFacts    `json:"hold"`
-	GitHub *GitHubFacts `json:"github,omitempty"`
+	Extra Extra `json:"extra"`
+	// Energy is what the runner's energy sensor said of the judged
+	// window; absent with --energy off.
+	Energy *judge.Energy `json:"energy,omitempty"`
+	Run    RunFacts      `json:"run"`
+	Serve  ServeFacts    `json:"serve"`
+	Hold   HoldFacts     `json:"hold"`
+	GitHub *GitHubFacts  `json:"github,omitempty"`
 }
 
 // Intervals are the medians' order-statistics intervals.
@@ -227,8 +230,8 @@ func NotJudged(v judge.Verdict) judge.Verdict {
 // Input is what the judge needs of the result.
 func (r *Result) Input() judge.Input {
 	return judge.Input{Route: r.Route, Witness: r.Witness, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies, Baseline: r.Baseline,
-		Reference: r.Reference.Judge(),
-		Release:   judge.Release{Survivors: r.Serve.Survivors, Left: r.Serve.Left, Lost: r.Hold.Lost, Stopped: r.Serve.SupervisorStopped}}
+		Reference: r.Reference.Judge(), Energy: r.Energy,
+		Release: judge.Release{Survivors: r.Serve.Survivors, Left: r.Serve.Left, Lost: r.Hold.Lost, Stopped: r.Serve.SupervisorStopped}}
 }
 
 // Median is the median of the replies' figures that exist, for outputs and
