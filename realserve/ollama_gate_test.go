@@ -196,8 +196,11 @@ func (g gateRun) highestRate(t *testing.T) float64 {
 // route the user expects: this test's. Ollama prints one line a device
 // that holds weights when it loads a model (ml/device.go, BackendMemory.Log:
 // slog "model weights" "device" NAME "size" ...): with nothing on a device,
-// the CPU's alone.
+// the CPU's alone. The witnesses are off: they hold the CPU to be no fast
+// route (no device held, Ollama's /api/ps puts none of the model in device
+// memory).
 var cpuIsExpected = []string{
+	"--witness", "off",
 	"--fast-route", `msg="model weights" device=CPU `,
 	"--slow-route", `msg="model weights" device=(?:CUDA|ROCm|Vulkan|Metal)`,
 }
@@ -257,6 +260,33 @@ func TestOllama(t *testing.T) {
 		if g.code != 1 {
 			t.Errorf("exit %d, want 1 (the slow route fails the gate)", g.code)
 		}
+		// What Ollama's processes and its own account witness on the CPU:
+		// no device node held, no GPU backend mapped, none of the model in
+		// device memory (/api/ps).
+		w := g.res.Witness
+		if w == nil || w.NotRead != "" || w.Processes < 1 || len(w.Held) != 0 || len(w.Mapped) != 0 {
+			t.Fatalf("witness = %+v, want Ollama's processes read, holding no device and mapping no GPU backend", w)
+		}
+		t.Logf("witness: %d processes read, held %q, mapped %q, usage %+v, no usage %q", w.Processes, w.Held, w.Mapped, w.Usage, w.NoUsage)
+		if a := w.Account; a == nil || a.Route != judge.RouteSlow || !strings.Contains(a.Text, "size_vram 0") {
+			t.Errorf("account = %+v, want /api/ps naming the slow route, size_vram 0", a)
+		} else {
+			t.Logf("account: %s: %s (%s)", a.Source, a.Text, a.Why)
+		}
+		if !strings.Contains(route.Detail, "witnessed: the serve's processes") {
+			t.Errorf("route detail %q does not say what was witnessed", route.Detail)
+		}
+	})
+
+	t.Run("the fast route's words from Ollama on the CPU fail on its processes and its own account", func(t *testing.T) {
+		// cpuIsExpected without --witness off: the CPU's line taken for
+		// the fast route, while no process holds a device.
+		g := o.run(t, "words", port, append([]string{"--floor", "1"}, cpuIsExpected[2:]...)...)
+		route := g.assertion(t, judge.Route)
+		if route.OK || g.code != 1 {
+			t.Errorf("exit %d, route ok %v, want 1 and the route failed: %s", g.code, route.OK, route.Detail)
+		}
+		t.Logf("route: %s", route.Detail)
 	})
 
 	t.Run("judged replies are cold: none is answered from Ollama's prompt cache", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -57,12 +58,26 @@ type Config struct {
 	FirstTokenMS      float64
 	FastRoute         []string
 	SlowRoute         []string
-	Prompts           string // a file; "" for the built-in set
-	Thinking          string
-	ThinkingControl   string
-	RateSource        string
-	Baseline          string  // an earlier run's result.json, or github:PATTERN (resolved by the command)
-	MaxRegression     float64 // percent the median rate may fall, or the first token rise, against it
+	// Witness is "on" or "off": whether the serve's own processes witness
+	// its route (internal/witness). WitnessDevices are globs of the fast
+	// route's device nodes, WitnessLibraries globs of its backend
+	// libraries' file names; the preset sets both.
+	Witness          string
+	WitnessDevices   []string
+	WitnessLibraries []string
+	// WitnessBinary: the serve's route is the device or nothing, so its
+	// use of the device names the fast route where the log is silent (the
+	// preset says so).
+	WitnessBinary bool
+	// WitnessAccount is the serve's own account of its placement the
+	// preset names ("ollama": /api/ps); "" for none.
+	WitnessAccount  string
+	Prompts         string // a file; "" for the built-in set
+	Thinking        string
+	ThinkingControl string
+	RateSource      string
+	Baseline        string  // an earlier run's result.json, or github:PATTERN (resolved by the command)
+	MaxRegression   float64 // percent the median rate may fall, or the first token rise, against it
 	// Reference is a trusted route's run (its out directory or result.json)
 	// or github:PATTERN (resolved by the command): adds the agreement
 	// assertion.
@@ -162,6 +177,7 @@ func Default() Config {
 		FirstTokenMS:       600,
 		FastRoute:          DefaultFastRoute(),
 		SlowRoute:          DefaultSlowRoute(),
+		Witness:            "on",
 		Thinking:           "off",
 		ThinkingControl:    ThinkingKwargs,
 		RateSource:         judge.RateClient,
@@ -345,6 +361,7 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.LogLimit < logscan.MinLimit || c.LogLimit > MaxLogLimit {
 		bad("--log-limit %d: pass %d to %d bytes (e.g. 64MiB); serve.log keeps its head and tail within it", c.LogLimit, logscan.MinLimit, int64(MaxLogLimit))
 	}
+	errs = append(errs, c.checkWitness()...)
 	if c.Thinking != "on" && c.Thinking != "off" {
 		bad("--thinking %q: pass on or off", c.Thinking)
 	}
@@ -537,4 +554,24 @@ func unwrapExec(err error) error {
 		return inner.Unwrap()
 	}
 	return err
+}
+
+// checkWitness checks --witness and the globs of the fast route's device
+// nodes and backend libraries.
+func (c Config) checkWitness() []error {
+	var errs []error
+	if c.Witness != "on" && c.Witness != "off" {
+		errs = append(errs, fmt.Errorf("--witness %q: pass on (the serve's processes witness its route) or off", c.Witness))
+	}
+	for _, g := range c.WitnessDevices {
+		if _, err := path.Match(g, ""); err != nil || !strings.HasPrefix(g, "/dev/") {
+			errs = append(errs, fmt.Errorf("--witness-device %q: pass a glob of device node paths under /dev, e.g. '/dev/accel/accel*'", g))
+		}
+	}
+	for _, g := range c.WitnessLibraries {
+		if _, err := path.Match(g, ""); err != nil || g == "" || strings.Contains(g, "/") {
+			errs = append(errs, fmt.Errorf("--witness-library %q: pass a glob of a library's file name, no directory, e.g. 'libggml-cann*.so*'", g))
+		}
+	}
+	return errs
 }

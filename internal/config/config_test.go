@@ -117,6 +117,12 @@ func TestCheckBad(t *testing.T) {
 		{"replies below 1", func(c *Config) { c.Replies = 0 }, "--replies 0: pass 1 to 65536"},
 		{"warmup negative", func(c *Config) { c.Warmup = -1 }, "--warmup -1: pass 0 to 1000"},
 		{"max-tokens below 2", func(c *Config) { c.MaxTokens = 1 }, "--max-tokens 1: pass 2 to 8192"},
+		{"witness neither on nor off", func(c *Config) { c.Witness = "yes" }, `--witness "yes": pass on`},
+		{"witness-device outside /dev", func(c *Config) { c.WitnessDevices = []string{"/dev/accel/*", "accel*"} }, `--witness-device "accel*": pass a glob of device node paths under /dev`},
+		{"witness-device a bad glob", func(c *Config) { c.WitnessDevices = []string{"/dev/accel["} }, `--witness-device "/dev/accel[": pass a glob`},
+		{"witness-library with a directory", func(c *Config) { c.WitnessLibraries = []string{"lib*.so", "/lib/x.so"} }, `--witness-library "/lib/x.so": pass a glob of a library's file name, no directory`},
+		{"witness-library a bad glob", func(c *Config) { c.WitnessLibraries = []string{"lib["} }, `--witness-library "lib[": pass a glob`},
+		{"witness-library empty", func(c *Config) { c.WitnessLibraries = []string{""} }, `--witness-library "": pass a glob`},
 		{"top-logprobs negative", func(c *Config) { c.TopLogprobs = -1 }, "--top-logprobs -1: pass 0 (ask for no logprobs) to 20"},
 		{"top-logprobs above 20", func(c *Config) { c.TopLogprobs = 21 }, "--top-logprobs 21: pass 0"},
 		{"floor zero", func(c *Config) { c.Floor = 0 }, "--floor 0: pass a positive number"},
@@ -366,5 +372,42 @@ func TestCheckRunSize(t *testing.T) {
 	size, objects := runSize(1, 0, 1000-probe.ExtraTokens, 20)
 	if size/2000 < 1800 || size/2000 > 2800 || objects/2000 < 21 || objects/2000 > 23 {
 		t.Errorf("runSize of top 20 = %.0f bytes, %.0f objects a token; want about 2,300 and 22", size/2000, objects/2000)
+	}
+}
+
+func TestApplyPresetWitnesses(t *testing.T) {
+	c := Default()
+	c.Preset = "ovms"
+	if err := c.ApplyPreset(func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(c.WitnessDevices, []string{"/dev/accel/accel*"}) || !cmp.Equal(c.WitnessLibraries, []string{"libopenvino_intel_npu_plugin.so*"}) || !c.WitnessBinary || c.WitnessAccount != "" {
+		t.Errorf("ApplyPreset(ovms): witnesses %q %q binary %v account %q", c.WitnessDevices, c.WitnessLibraries, c.WitnessBinary, c.WitnessAccount)
+	}
+	c = Default()
+	c.Preset = "ollama"
+	c.WitnessDevices = []string{"/dev/mine"}
+	if err := c.ApplyPreset(func(f string) bool { return f == "witness-device" }); err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(c.WitnessDevices, []string{"/dev/mine"}) || !cmp.Equal(c.WitnessLibraries, PresetWitnesses["ollama"].Libraries) || c.WitnessBinary || c.WitnessAccount != "ollama" {
+		t.Errorf("ApplyPreset(ollama) with --witness-device set: %q %q binary %v account %q", c.WitnessDevices, c.WitnessLibraries, c.WitnessBinary, c.WitnessAccount)
+	}
+	c = Default()
+	c.Preset = "1bit"
+	c.WitnessLibraries = []string{"libmine.so"}
+	if err := c.ApplyPreset(func(f string) bool { return f == "witness-library" }); err != nil {
+		t.Fatal(err)
+	}
+	if c.WitnessDevices != nil || !cmp.Equal(c.WitnessLibraries, []string{"libmine.so"}) {
+		t.Errorf("ApplyPreset(1bit): %q %q, want no devices and the library set", c.WitnessDevices, c.WitnessLibraries)
+	}
+	// Every preset's globs pass the check the flags get.
+	for name, w := range PresetWitnesses {
+		c := Default()
+		c.WitnessDevices, c.WitnessLibraries = w.Devices, w.Libraries
+		if errs := c.checkWitness(); len(errs) > 0 {
+			t.Errorf("preset %s: %v", name, errs)
+		}
 	}
 }

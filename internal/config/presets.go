@@ -313,6 +313,7 @@ func (c *Config) ApplyPreset(set func(flag string) bool) error {
 	if !set("slow-route") {
 		c.SlowRoute = slices.Clone(p.SlowRoute)
 	}
+	c.applyWitnesses(set)
 	if !set("top-logprobs") {
 		c.TopLogprobs = DefaultTopLogprobs
 		if p.NoLogprobs {

@@ -50,6 +50,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		closeStdio  = fs.Bool("close-stdio", false, "close stdin, stdout and stderr once listening")
 		unlock      = fs.Bool("unlock-inherited", false, "at start, flock(LOCK_UN) every regular file it inherited from fd 3 on (a device ticket's lock, if it has one), as a hostile serve can")
 		stopParent  = fs.Bool("stop-parent", false, "once listening, stop its parent with SIGSTOP (its supervisor), as a hostile serve can")
+		holdDevice  = fs.String("hold-device", "", "open this path at start and hold it open, as a serve holds its device node")
+		mapLibrary  = fs.String("map-library", "", "map this file at start and keep it mapped, as a serve maps its backend library")
 	)
 	fs.StringVar(&opt.Model, "model", "sim-0.6B", "model name")
 	fs.StringVar(&opt.Persona, "persona", "", "behave like a kind of serve: "+strings.Join(PersonaNames(), ", ")+" (default: the reference serve)")
@@ -142,6 +144,24 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 	if *unlock {
 		unlockInherited(stdout)
+	}
+	if *holdDevice != "" {
+		f, err := os.OpenFile(*holdDevice, os.O_RDWR, 0)
+		if err != nil {
+			fmt.Fprintf(stdout, "fakellm: fatal: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		fmt.Fprintf(stdout, "fakellm: holding %s open\n", *holdDevice)
+	}
+	if *mapLibrary != "" {
+		unmap, err := mapFile(*mapLibrary)
+		if err != nil {
+			fmt.Fprintf(stdout, "fakellm: fatal: %v\n", err)
+			return 1
+		}
+		defer unmap()
+		fmt.Fprintf(stdout, "fakellm: mapped %s\n", *mapLibrary)
 	}
 	if *detach {
 		if err := spawnDetached(opt.Model); err != nil {
@@ -236,4 +256,19 @@ func spawnDetached(model string) error {
 		return err
 	}
 	return p.Release()
+}
+
+// mapFile maps the first byte of a file and keeps it mapped, as a loaded
+// library is.
+func mapFile(file string) (unmap func(), err error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := syscall.Mmap(int(f.Fd()), 0, 1, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	return func() { syscall.Munmap(b) }, nil
 }

@@ -178,6 +178,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(st)
+	case s.p.ps && path == "/api/ps":
+		s.ps(w)
 	case path == "/v1/models":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, s.opt.Model)
@@ -601,4 +603,22 @@ func sleepUntil(r *http.Request, t time.Time) bool {
 	case <-r.Context().Done():
 		return false
 	}
+}
+
+// ps answers Ollama's /api/ps (api/types.go ProcessModelResponse,
+// v0.12.11): the loaded model, 1041.71 MiB as the persona's model buffer
+// says, and how much of it is in device memory: all on the fast route,
+// 20 of 29 layers' worth on the partial one, none otherwise.
+func (s *Server) ps(w http.ResponseWriter) {
+	const size = 1092312514 // 1041.71 MiB
+	vram := int64(0)
+	switch s.opt.Route {
+	case RouteFast, RouteBoth:
+		vram = size
+	case RoutePartial:
+		vram = size * 20 / 29
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"models":[{"name":%q,"model":%q,"size":%d,"digest":"0123","details":{"format":"gguf"},"expires_at":"2026-12-01T00:00:00Z","size_vram":%d,"context_length":4096}]}`,
+		s.opt.Model, s.opt.Model, size, vram)
 }

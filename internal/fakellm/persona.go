@@ -24,6 +24,7 @@ type persona struct {
 	timings        bool     // llama.cpp's timings in the last chunk
 	flmUsage       bool     // FastFlowLM's own figures in the usage chunk
 	logprobs       string   // how it answers a request for logprobs (Shape...; "": ShapeLlamaCpp)
+	ps             bool     // Ollama's /api/ps: the loaded model's size and size_vram, by route
 
 	fast, slow, partial, neither []string // start-up lines of each route
 	// firstRequest are printed when the first request arrives, on the fast
@@ -144,7 +145,7 @@ var personas = map[string]persona{
 		slow:         []string{"\x1b[31m[ERROR]  No NPU device found.\x1b[0m", "[FLM]  Loading model: {model}"}},
 	PersonaLemonade: {health: "/v1/health", chatPaths: []string{"/v1/chat/completions", "/api/v1/chat/completions"}, statsPath: "/v1/stats", reasoningField: "reasoning_content", thinkingOff: "kwargs",
 		fast: llamaFast, slow: llamaSlow, partial: llamaPartial},
-	PersonaOllama: {health: "/", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "effort", logprobs: ShapeOllama,
+	PersonaOllama: {health: "/", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "effort", logprobs: ShapeOllama, ps: true,
 		fast:    ollamaLines("cuda", 29, "load_tensors: offloaded 29/29 layers to GPU", "load_tensors:        CUDA0 model buffer size =  1041.71 MiB"),
 		slow:    ollamaLines("cpu", 0, "load_tensors:          CPU model buffer size =  1041.71 MiB"),
 		partial: ollamaLines("cuda", 20, "load_tensors: offloaded 20/29 layers to GPU", "load_tensors:        CUDA0 model buffer size =   718.40 MiB")},

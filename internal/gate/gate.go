@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/witness"
 )
 
 // Grace periods between TERM and KILL: a serve with a stream still open can
@@ -232,7 +234,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 	if !ok {
 		return nil
 	}
-	a := &asker{g: g, ctx: ctx, proc: proc, out: out, prober: g.prober(base), order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed)}
+	a := &asker{g: g, ctx: ctx, proc: proc, out: out, prober: g.prober(base), base: base, order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed)}
 	g.askAll(res, a)
 	return nil
 }
@@ -422,6 +424,8 @@ func (g *Gate) askAll(res *report.Result, a *asker) {
 	e := g.startEnergy(a.ctx, res)
 	defer g.finishEnergy(a.ctx, res, e)
 	rule := judge.Rule{Lead: p.Lead, Min: p.Replies, Max: res.Extra.Max}
+	w := g.witnessFirst(a)
+	defer g.witnessLast(res, a, w)
 	for n := 1; ; n++ {
 		if stop, _ := rule.Stop(res.Replies, res.Limits); stop {
 			break
@@ -486,6 +490,7 @@ type asker struct {
 	proc   *serve.Process
 	out    string
 	prober *probe.Prober
+	base   string // the serve's URL
 	order  prompts.Order
 	// toldRefusal: the console said the serve refused the logprobs fields.
 	toldRefusal bool
@@ -660,4 +665,76 @@ func verdictOr(v string) string {
 		return "verdict " + v
 	}
 	return "no verdict"
+}
+
+// witnessing is a witness reading in progress: the first sample, taken
+// before the first judged request, and the serve's own account.
+type witnessing struct {
+	r       *witness.Reader
+	first   witness.Sample
+	account *judge.Account
+	outside string // why the serve's processes are not the tree's, if they are not
+}
+
+// witnessFirst asks the serve for its own account of its placement, then
+// samples its processes, before the first judged request is written; nil
+// with --witness off.
+func (g *Gate) witnessFirst(a *asker) *witnessing {
+	p := g.Plan
+	if p.Witness != "on" {
+		g.logf("witness: off (--witness off): the route rests on the log")
+		return nil
+	}
+	w := &witnessing{r: &witness.Reader{Proc: "/proc", Devices: p.WitnessDevices, Libraries: p.WitnessLibraries, Alive: witness.Alive}}
+	if p.WitnessAccount != "" {
+		w.account = witness.Ask(a.ctx, http.DefaultClient, a.base, p.WitnessAccount, p.Model)
+		g.logf("witness: the serve's own account, %s: %s %s", w.account.Source, judge.Quote(w.account.Text, 200), w.account.Why)
+	}
+	if w.outside = witness.Outside(p.Argv); w.outside == "" {
+		w.first = w.r.Sample(a.ctx, a.proc.Tree())
+	}
+	return w
+}
+
+// witnessLast samples the serve's processes once the last judged reply
+// is read, while the serve still runs, and records what the two samples
+// witnessed.
+func (g *Gate) witnessLast(res *report.Result, a *asker, w *witnessing) {
+	if w == nil {
+		return
+	}
+	var rec judge.Witness
+	if w.outside != "" {
+		rec = judge.Witness{Devices: w.r.Devices, Libraries: w.r.Libraries, Binary: g.Plan.WitnessBinary, NotRead: w.outside}
+	} else {
+		rec = w.r.Witness(w.first, w.r.Sample(a.ctx, a.proc.Tree()), g.Plan.WitnessBinary)
+	}
+	rec.Account = w.account
+	res.Witness = &rec
+	g.logf("witness: %s", witnessLine(&rec))
+}
+
+// witnessLine says what the witnesses saw, for the console.
+func witnessLine(w *judge.Witness) string {
+	if w.NotRead != "" {
+		return "not witnessed: " + w.NotRead
+	}
+	held, mapped := "none", "none"
+	if len(w.Held) > 0 {
+		held = strings.Join(w.Held, ", ")
+	}
+	if len(w.Mapped) > 0 {
+		mapped = strings.Join(w.Mapped, ", ")
+	}
+	line := fmt.Sprintf("%d processes read; devices held: %s; backends mapped: %s", w.Processes, held, mapped)
+	for _, u := range w.Usage {
+		line += fmt.Sprintf("; %s: engine %d ns of %d ns, memory %d bytes", u.Source, u.EngineNS, u.SpanNS, u.MemoryBytes)
+	}
+	for _, why := range w.NoUsage {
+		line += "; " + why
+	}
+	if len(w.Unread) > 0 {
+		line += "; unread: " + strings.Join(w.Unread, ", ")
+	}
+	return line
 }

@@ -117,6 +117,10 @@ type Input struct {
 	// Release is how the device was given back: the release assertion is
 	// added, failed, when it was not given back clean.
 	Release Release
+	// Witness is what the serve's processes showed while it decoded, and
+	// its own account; nil (--witness off, a run made before them): the
+	// route rests on the log alone.
+	Witness *Witness
 	// Energy is what the runner's energy sensor said of the judged window;
 	// nil with --energy off.
 	Energy *Energy
@@ -161,7 +165,7 @@ func Judge(in Input) Verdict {
 		}
 	} else {
 		as = []Assertion{
-			judgeRoute(in.Route),
+			judgeRouteWitnessed(in.Route, in.Witness),
 			judgeRate(in.Replies, in.Limits),
 			judgeFirstToken(in.Replies, in.Limits),
 			judgeContent(in.Replies),
@@ -214,6 +218,10 @@ func judgeRoute(ev Evidence) Assertion {
 // quoteMatch is a matched line as the route detail quotes it.
 func quoteMatch(m *Match) string {
 	s := fmt.Sprintf("%s (line %d)", Quote(m.Text, lineQuote), m.Line)
+	if m.Line == 0 {
+		// Not a line of the log: the serve's own account (Account).
+		s = fmt.Sprintf("%s (the serve's own account, %s)", Quote(m.Text, lineQuote), m.Pattern)
+	}
 	if m.Why != "" {
 		s += ": " + m.Why
 	}

@@ -46,11 +46,15 @@ type Result struct {
 	Limits     judge.Limits      `json:"limits"`
 	Assertions []judge.Assertion `json:"assertions"`
 	Route      judge.Evidence    `json:"route"`
-	Replies    []measure.Reply   `json:"replies"`
-	Figures    []Figures         `json:"figures,omitempty"` // derived from Replies
-	Warmups    []measure.Reply   `json:"warmups,omitempty"`
-	NoReplies  string            `json:"no_replies,omitempty"` // why there are none
-	Baseline   *judge.Baseline   `json:"baseline,omitempty"`
+	// Witness is what the serve's processes showed of the route while it
+	// decoded, and its own account; none with --witness off, or in a run
+	// made before witnesses (judged on the log alone).
+	Witness   *judge.Witness  `json:"witness,omitempty"`
+	Replies   []measure.Reply `json:"replies"`
+	Figures   []Figures       `json:"figures,omitempty"` // derived from Replies
+	Warmups   []measure.Reply `json:"warmups,omitempty"`
+	NoReplies string          `json:"no_replies,omitempty"` // why there are none
+	Baseline  *judge.Baseline `json:"baseline,omitempty"`
 	// Reference is the trusted route's run the agreement is judged
 	// against, and Agreement how far each reply agrees with it.
 	Reference *Reference    `json:"reference,omitempty"`
@@ -225,7 +229,7 @@ func NotJudged(v judge.Verdict) judge.Verdict {
 
 // Input is what the judge needs of the result.
 func (r *Result) Input() judge.Input {
-	return judge.Input{Route: r.Route, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies, Baseline: r.Baseline,
+	return judge.Input{Route: r.Route, Witness: r.Witness, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies, Baseline: r.Baseline,
 		Reference: r.Reference.Judge(), Energy: r.Energy,
 		Release: judge.Release{Survivors: r.Serve.Survivors, Left: r.Serve.Left, Lost: r.Hold.Lost, Stopped: r.Serve.SupervisorStopped}}
 }

@@ -604,3 +604,19 @@ func orphans(since uint64) []Proc {
 	}
 	return out
 }
+
+// Tree is the serve's processes now, as the supervisor holds them: the
+// members of its cgroup where it has one, else the supervisor's
+// descendants (the supervisor itself left out: it is not the serve).
+func (p *Process) Tree() []int {
+	if pids := cgroupPIDs(p.contain.Cgroup); len(pids) > 0 {
+		return pids
+	}
+	var out []int
+	for _, pr := range Descendants(p.super) {
+		if pr.PID != p.super && pr.State != 'Z' {
+			out = append(out, pr.PID)
+		}
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -328,5 +329,29 @@ func TestOrphansNeverHoldAStartingSupervisor(t *testing.T) {
 	n := <-scanned
 	if len(seen) > 0 {
 		t.Errorf("orphans() took %d starting supervisors for orphans (in %d scans): %s", len(seen), n, strings.Join(seen, "; "))
+	}
+}
+
+// TestTree: the serve's tree is the serve and what it started, never its
+// supervisor.
+func TestTree(t *testing.T) {
+	log, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	p, err := Start(Options{Argv: []string{"sh", "-c", "sleep 60 & echo started; wait"}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	var tree []int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if tree = p.Tree(); len(tree) == 2 {
+			break
+		}
+	}
+	if len(tree) != 2 || !slices.Contains(tree, p.PID()) || slices.Contains(tree, p.SupervisorPID()) {
+		t.Errorf("Tree() = %v, want the serve %d and its child, not the supervisor %d", tree, p.PID(), p.SupervisorPID())
 	}
 }

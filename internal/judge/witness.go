@@ -1,0 +1,233 @@
+package judge
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Witness is what the serve's own processes showed while the judged replies
+// decoded, and what the serve said of itself after the warm-up: recorded
+// facts (internal/witness reads them), weighed here with the log.
+//
+// A log names the route in words that change with every release; the
+// kernel knows which device nodes the serve's processes hold open and which
+// backend libraries they mapped, and, where the driver or the vendor's tool
+// tells, how much device memory and engine time they used. So:
+//
+//   - a log that names the fast route while no process of the serve holds a
+//     device of the fast route's classes or maps one of its backends is
+//     not on the fast route: the route fails, saying both;
+//   - a preset whose route is binary (on the device or nothing: OVMS told
+//     --target_device NPU, FastFlowLM) is on the fast route where the log
+//     is silent when the serve's processes used the device's memory or
+//     engine time while the judged replies decoded; a node merely held
+//     open proves little and names nothing;
+//   - witnesses that cannot be read change nothing: the detail says "not
+//     witnessed" and why, and the verdict rests on the log.
+//
+// The serve's own account (Account) is weighed like a log line.
+type Witness struct {
+	// Devices are the fast route's device node classes (globs such as
+	// /dev/accel/accel*), Libraries its backend libraries' (globs of a
+	// file name, such as libggml-cann*.so*), as the preset or
+	// --witness-device and --witness-library name them.
+	Devices   []string `json:"devices,omitempty"`
+	Libraries []string `json:"libraries,omitempty"`
+	// Binary says the preset's route is binary: usage names the fast
+	// route where the log is silent.
+	Binary bool `json:"binary,omitempty"`
+
+	// Processes is how many of the serve's processes were read.
+	Processes int `json:"processes"`
+	// NotRead says why no witness could be read at all.
+	NotRead string `json:"not_read,omitempty"`
+	// Unread are the serve's processes whose descriptors or maps could
+	// not be read, and why ("pid 42: permission denied"): one of them may
+	// hold what the others do not.
+	Unread []string `json:"unread,omitempty"`
+	// Held are the device nodes of the classes held open, Mapped the
+	// backend libraries mapped, by any of the serve's processes.
+	Held   []string `json:"held,omitempty"`
+	Mapped []string `json:"mapped,omitempty"`
+	// Cut says what the bounds left unread.
+	Cut string `json:"cut,omitempty"`
+
+	// Usage is the device memory and engine time the serve's processes
+	// used over the judged replies, by source; NoUsage says why a source
+	// did not witness any.
+	Usage   []Usage  `json:"usage,omitempty"`
+	NoUsage []string `json:"no_usage,omitempty"`
+
+	// Account is what the serve said of its own placement after the
+	// warm-up.
+	Account *Account `json:"account,omitempty"`
+}
+
+// Usage is what one source witnessed of the device's use.
+type Usage struct {
+	Source string `json:"source"` // "fdinfo" (DRM client usage stats), "nvidia-smi"
+	// EngineNS is the engine time the serve's descriptors used from the
+	// first sample to the last (the judged replies); SpanNS is the time
+	// between them.
+	EngineNS int64 `json:"engine_ns,omitempty"`
+	SpanNS   int64 `json:"span_ns,omitempty"`
+	// MemoryBytes is the device memory the serve's processes held at the
+	// last sample, while the serve still ran.
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+}
+
+// Account is what a serve says of its own placement (Ollama's /api/ps).
+type Account struct {
+	Source string `json:"source"` // what was asked: "GET /api/ps"
+	Text   string `json:"text"`   // what it answered, bounded
+	// Route is RouteFast or RouteSlow when the answer names one, "" when
+	// it names none.
+	Route string `json:"route,omitempty"`
+	Why   string `json:"why,omitempty"` // "none of the model on the device: size_vram 0 of size 1234"
+}
+
+// Routes an Account can name.
+const (
+	RouteFast = "fast"
+	RouteSlow = "slow"
+)
+
+// maxListed is how many held nodes or mapped libraries a detail names.
+const maxListed = 4
+
+// judgeRouteWitnessed is the route assertion with the witnesses weighed:
+// the log alone when there are none (--witness off, or a run made before
+// them).
+func judgeRouteWitnessed(ev Evidence, w *Witness) Assertion {
+	if w == nil {
+		return judgeRoute(ev)
+	}
+	ev = w.Account.fold(ev)
+	return w.weigh(judgeRoute(ev), ev)
+}
+
+// fold puts the serve's account among the log's matches, as a line of its
+// own would be: it names a route only where the log does not already.
+func (a *Account) fold(ev Evidence) Evidence {
+	if a == nil {
+		return ev
+	}
+	m := &Match{Text: a.Text, Pattern: a.Source, Why: a.Why}
+	if a.Route == RouteFast && ev.Fast == nil {
+		ev.Fast = m
+	}
+	if a.Route == RouteSlow && ev.Slow == nil {
+		ev.Slow = m
+	}
+	return ev
+}
+
+// weigh weighs the witnesses against the route the log named (a).
+func (w *Witness) weigh(a Assertion, ev Evidence) Assertion {
+	if w.NotRead != "" {
+		a.Detail += "; witnesses: not witnessed (" + w.NotRead + "): the verdict rests on the log"
+		return a
+	}
+	if len(w.Devices) == 0 && len(w.Libraries) == 0 {
+		a.Detail += "; witnesses: not witnessed: no device class or backend library of the fast route is known for this serve (--witness-device, --witness-library): the verdict rests on the log"
+		return a
+	}
+	took := len(w.Held) > 0 || len(w.Mapped) > 0
+	neither := ev.Fast == nil && ev.Slow == nil
+	if a.OK && !took && len(w.Unread) > 0 {
+		a.Detail += fmt.Sprintf("; witnesses: not witnessed: %s, and %d of the serve's processes could not be read (%s): the verdict rests on the log",
+			w.seen(), len(w.Unread), strings.Join(w.Unread, ", "))
+		return a
+	}
+	if a.OK && !took {
+		a.OK = false
+		a.Detail += "; but " + w.seen() + ": this run is not on the fast route"
+		return a
+	}
+	if !a.OK && neither && w.Binary && w.used() {
+		a.OK = true
+		a.Detail = "the serve log names neither route, and the preset's route is the device or nothing (docs/presets.md): " + w.seen() + ": the fast route"
+		return a
+	}
+	a.Detail += "; witnessed: " + w.seen()
+	if !a.OK && neither && w.Binary && took {
+		a.Detail += "; a device held open proves little: no device memory or engine time used while the judged replies decoded was witnessed"
+	}
+	return a
+}
+
+// used reports whether any source witnessed device memory or engine time.
+func (w *Witness) used() bool {
+	for _, u := range w.Usage {
+		if u.EngineNS > 0 || u.MemoryBytes > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// seen says what the witnesses saw, in one clause: "the serve's processes
+// (3 read) hold "/dev/accel/accel0" and map "libggml-cann.so"; engine busy
+// 1.9 s of 2.1 s decoding (fdinfo)". Every path is quoted: the serve names
+// its own files.
+func (w *Witness) seen() string {
+	s := fmt.Sprintf("the serve's processes (%d read) ", w.Processes)
+	if len(w.Held) > 0 {
+		s += "hold " + listed(w.Held)
+	} else {
+		s += "hold no device of the fast route's classes (" + strings.Join(w.Devices, ", ") + ")"
+	}
+	if len(w.Mapped) > 0 {
+		s += " and map " + listed(w.Mapped)
+	} else {
+		s += " and map none of its backends (" + strings.Join(w.Libraries, ", ") + ")"
+	}
+	for _, u := range w.Usage {
+		s += "; " + u.text()
+	}
+	for _, why := range w.NoUsage {
+		s += "; device usage not witnessed: " + why
+	}
+	if w.Cut != "" {
+		s += "; " + w.Cut
+	}
+	return s
+}
+
+// text says what one source witnessed.
+func (u Usage) text() string {
+	var parts []string
+	if u.SpanNS > 0 {
+		parts = append(parts, fmt.Sprintf("engine busy %s of %s decoding", seconds(u.EngineNS), seconds(u.SpanNS)))
+	}
+	if u.MemoryBytes > 0 {
+		parts = append(parts, "device memory "+bytesText(u.MemoryBytes))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no device memory or engine time")
+	}
+	return strings.Join(parts, ", ") + " (" + u.Source + ")"
+}
+
+// listed quotes the first maxListed of what was seen, and counts the rest.
+func listed(xs []string) string {
+	var q []string
+	for i, x := range xs {
+		if i == maxListed {
+			q = append(q, fmt.Sprintf("%d more", len(xs)-maxListed))
+			break
+		}
+		q = append(q, Quote(x, deviceQuote))
+	}
+	return strings.Join(q, ", ")
+}
+
+func seconds(ns int64) string { return fmt.Sprintf("%.3g s", float64(ns)/1e9) }
+
+func bytesText(b int64) string {
+	const mib = 1 << 20
+	if b < mib {
+		return fmt.Sprintf("%d bytes", b)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/mib)
+}

@@ -1,0 +1,132 @@
+package judge
+
+import (
+	"testing"
+)
+
+// npuWitness is a witness of a serve that named the NPU's classes; f
+// changes it.
+func npuWitness(f func(w *Witness)) *Witness {
+	w := &Witness{Devices: []string{"/dev/accel/accel*"}, Libraries: []string{"libggml-cann*.so*"}, Processes: 2}
+	if f != nil {
+		f(w)
+	}
+	return w
+}
+
+func TestRouteWitnessed(t *testing.T) {
+	fastEv := Evidence{Fast: &Match{Line: 3, Text: fastLine, Pattern: "p"}, Lines: 5}
+	slowEv := Evidence{Slow: &Match{Line: 4, Text: slowLine, Pattern: "p"}, Lines: 5}
+	neitherEv := Evidence{FastPatterns: []string{"f"}, SlowPatterns: []string{"s"}, Lines: 2}
+	fastQ := `the serve log names the fast route: "` + fastLine + `" (line 3)`
+	neitherQ := "the serve log names neither route (fast: f; slow: s): the evidence has to be there; none of its 2 lines mentions a device (CPU, GPU, NPU, device, backend, ...)"
+	none := `the serve's processes (2 read) hold no device of the fast route's classes (/dev/accel/accel*) and map none of its backends (libggml-cann*.so*)`
+	busy := Usage{Source: "fdinfo", EngineNS: 1_900_000_000, SpanNS: 2_100_000_000}
+
+	tests := []struct {
+		name   string
+		ev     Evidence
+		w      *Witness
+		ok     bool
+		detail string
+	}{
+		{"off: the log alone", fastEv, nil, true, fastQ},
+		{"not read: the log decides, and says so", fastEv, npuWitness(func(w *Witness) { w.NotRead = "/proc: permission denied" }), true,
+			fastQ + "; witnesses: not witnessed (/proc: permission denied): the verdict rests on the log"},
+		{"not read: a silent binary log stays a FAIL", neitherEv, npuWitness(func(w *Witness) { w.NotRead = "x"; w.Binary = true; w.Usage = []Usage{busy} }), false,
+			neitherQ + "; witnesses: not witnessed (x): the verdict rests on the log"},
+		{"no classes known", fastEv, &Witness{Processes: 1}, true,
+			fastQ + "; witnesses: not witnessed: no device class or backend library of the fast route is known for this serve (--witness-device, --witness-library): the verdict rests on the log"},
+		{"libraries alone are a class", fastEv, &Witness{Libraries: []string{"libcuda.so*"}, Processes: 1}, false,
+			fastQ + `; but the serve's processes (1 read) hold no device of the fast route's classes () and map none of its backends (libcuda.so*): this run is not on the fast route`},
+		{"fast words, no device: FAIL saying both", fastEv, npuWitness(nil), false,
+			fastQ + "; but " + none + ": this run is not on the fast route"},
+		{"fast words, no device, a process unread: not witnessed", fastEv, npuWitness(func(w *Witness) { w.Unread = []string{"pid 9: permission denied"} }), true,
+			fastQ + "; witnesses: not witnessed: " + none + ", and 1 of the serve's processes could not be read (pid 9: permission denied): the verdict rests on the log"},
+		{"fast words, a device held", fastEv, npuWitness(func(w *Witness) { w.Held = []string{"/dev/accel/accel0"} }), true,
+			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*)`},
+		{"fast words, a backend mapped", fastEv, npuWitness(func(w *Witness) { w.Mapped = []string{"/opt/lib/libggml-cann.so"} }), true,
+			fastQ + `; witnessed: the serve's processes (2 read) hold no device of the fast route's classes (/dev/accel/accel*) and map "/opt/lib/libggml-cann.so"`},
+		{"fast words, both, with usage", fastEv, npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			w.Mapped = []string{"/opt/lib/libggml-cann.so"}
+			w.Usage = []Usage{busy, {Source: "nvidia-smi", MemoryBytes: 1 << 20}, {Source: "x"}}
+			w.NoUsage = []string{"npu-smi: not installed"}
+			w.Cut = "1 process's maps cut at 4096 lines"
+		}), true,
+			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map "/opt/lib/libggml-cann.so"; engine busy 1.9 s of 2.1 s decoding (fdinfo); device memory 1.0 MiB (nvidia-smi); no device memory or engine time (x); device usage not witnessed: npu-smi: not installed; 1 process's maps cut at 4096 lines`},
+		{"slow words stay slow", slowEv, npuWitness(func(w *Witness) { w.Held = []string{"/dev/accel/accel0"}; w.Binary = true; w.Usage = []Usage{busy} }), false,
+			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*); engine busy 1.9 s of 2.1 s decoding (fdinfo)`},
+		{"binary, silent log, engine time: PASS", neitherEv, npuWitness(func(w *Witness) { w.Held = []string{"/dev/accel/accel0"}; w.Binary = true; w.Usage = []Usage{busy} }), true,
+			`the serve log names neither route, and the preset's route is the device or nothing (docs/presets.md): the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*); engine busy 1.9 s of 2.1 s decoding (fdinfo): the fast route`},
+		{"binary, silent log, device memory: PASS", neitherEv, npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			w.Binary = true
+			w.Usage = []Usage{{Source: "fdinfo", MemoryBytes: 512}}
+		}), true,
+			`the serve log names neither route, and the preset's route is the device or nothing (docs/presets.md): the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*); device memory 512 bytes (fdinfo): the fast route`},
+		{"binary, silent log, node held, no usage: FAIL", neitherEv, npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			w.Binary = true
+			w.Usage = []Usage{{Source: "fdinfo", SpanNS: 2_100_000_000}}
+		}), false,
+			neitherQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*); engine busy 0 s of 2.1 s decoding (fdinfo); a device held open proves little: no device memory or engine time used while the judged replies decoded was witnessed`},
+		{"binary, silent log, nothing held: FAIL", neitherEv, npuWitness(func(w *Witness) { w.Binary = true }), false,
+			neitherQ + "; witnessed: " + none},
+		{"not binary, silent log, engine time: still FAIL", neitherEv, npuWitness(func(w *Witness) { w.Held = []string{"/dev/accel/accel0"}; w.Usage = []Usage{busy} }), false,
+			neitherQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*); engine busy 1.9 s of 2.1 s decoding (fdinfo)`},
+		{"many held: the first four named", fastEv, npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0", "/dev/accel/accel1", "/dev/accel/accel2", "/dev/accel/accel3", "/dev/accel/accel4", "/dev/accel/accel5"}
+		}), true,
+			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0", "/dev/accel/accel1", "/dev/accel/accel2", "/dev/accel/accel3", 2 more and map none of its backends (libggml-cann*.so*)`},
+		{"a path with escapes is quoted", fastEv, npuWitness(func(w *Witness) { w.Mapped = []string{"/tmp/libggml-cann.so\n::error::x"} }), true,
+			fastQ + `; witnessed: the serve's processes (2 read) hold no device of the fast route's classes (/dev/accel/accel*) and map "/tmp/libggml-cann.so\n::error::x"`},
+		{"account none on the device: slow, like a log line", neitherEv, npuWitness(func(w *Witness) {
+			w.Account = &Account{Source: "GET /api/ps", Text: `tiny: size 1000, size_vram 0`, Route: RouteSlow, Why: "none of the model on the device"}
+		}), false,
+			`the serve log names the slow route: "tiny: size 1000, size_vram 0" (the serve's own account, GET /api/ps): none of the model on the device; this run is on the slow route; witnessed: ` + none},
+		{"account against fast words: the slow route wins the doubt", fastEv, npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			w.Account = &Account{Source: "GET /api/ps", Text: "a", Route: RouteSlow, Why: "b"}
+		}), false,
+			`the serve log names both routes; the slow route wins the doubt: "a" (the serve's own account, GET /api/ps): b, after "` + fastLine + `" (line 3); witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*)`},
+		{"account all on the device, no device held: FAIL", neitherEv, npuWitness(func(w *Witness) {
+			w.Account = &Account{Source: "GET /api/ps", Text: "a", Route: RouteFast, Why: "all of the model on the device"}
+		}), false,
+			`the serve log names the fast route: "a" (the serve's own account, GET /api/ps): all of the model on the device; but ` + none + ": this run is not on the fast route"},
+		{"account fast, the log's own fast line is quoted", fastEv, npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			w.Account = &Account{Source: "GET /api/ps", Text: "a", Route: RouteFast}
+		}), true,
+			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*)`},
+		{"account slow, the log's own slow line is quoted", slowEv, npuWitness(func(w *Witness) {
+			w.Account = &Account{Source: "GET /api/ps", Text: "a", Route: RouteSlow}
+		}), false,
+			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: ` + none},
+		{"account naming no route changes nothing", neitherEv, npuWitness(func(w *Witness) {
+			w.Account = &Account{Source: "GET /api/ps", Text: "a"}
+		}), false,
+			neitherQ + "; witnessed: " + none},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeRouteWitnessed(tc.ev, tc.w)
+			if got.Name != Route || got.OK != tc.ok || got.Detail != tc.detail {
+				t.Errorf("judgeRouteWitnessed = %+v\nwant ok %v, detail\n%s", got, tc.ok, tc.detail)
+			}
+		})
+	}
+}
+
+// TestJudgeWeighsWitness: Judge takes the witness from its input.
+func TestJudgeWeighsWitness(t *testing.T) {
+	in := Input{Route: Evidence{Fast: &Match{Line: 1, Text: fastLine}}, Replies: replies([]float64{90, 90, 90}, []float64{200, 200, 200}), Limits: limits}
+	if v := Judge(in); !v.Pass {
+		t.Fatalf("Judge without a witness = %+v, want a pass", v)
+	}
+	in.Witness = npuWitness(nil)
+	v := Judge(in)
+	if v.Pass || v.Assertions[0].OK {
+		t.Errorf("Judge with a witness of no device = %+v, want the route failed", v)
+	}
+}

@@ -1,0 +1,320 @@
+package witness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+)
+
+// fakeProc lays out a process under root as /proc shows it: fds maps a
+// descriptor number to its target, fdinfo a descriptor to its text, maps
+// the process's maps.
+type fakeProc struct {
+	fds    map[int]string
+	fdinfo map[int]string
+	maps   string
+}
+
+func writeProc(t *testing.T, root string, pid int, p fakeProc) {
+	t.Helper()
+	dir := filepath.Join(root, strconv.Itoa(pid))
+	for _, d := range []string{"fd", "fdinfo"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for fd, target := range p.fds {
+		if err := os.Symlink(target, filepath.Join(dir, "fd", strconv.Itoa(fd))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for fd, text := range p.fdinfo {
+		if err := os.WriteFile(filepath.Join(dir, "fdinfo", strconv.Itoa(fd)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "maps"), []byte(p.maps), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mapsLine(path string) string {
+	return "7f0000000000-7f0000100000 r-xp 00000000 08:01 1234                       " + path + "\n"
+}
+
+// amdxdna's fdinfo (drivers/accel/amdxdna) carries the common keys.
+func usage(client int, engineNS int64, resident string) string {
+	return fmt.Sprintf("pos:\t0\nflags:\t02100002\nmnt_id:\t25\nino:\t1\ndrm-driver:\tamdxdna_accel_driver\ndrm-client-id:\t%d\ndrm-engine-npu-amdxdna:\t%d ns\ndrm-total-memory:\t%s\ndrm-resident-memory:\t%s\n",
+		client, engineNS, "9 MiB", resident)
+}
+
+func npuReader(root string) *Reader {
+	return &Reader{Proc: root, Devices: []string{"/dev/accel/accel*"}, Libraries: []string{"libggml-cann*.so*", "libxrt_coreutil.so*"},
+		Run: func(context.Context, string, ...string) ([]byte, error) { return nil, exec.ErrNotFound }}
+}
+
+func TestSample(t *testing.T) {
+	root := t.TempDir()
+	writeProc(t, root, 10, fakeProc{
+		fds:    map[int]string{0: "/dev/null", 1: "pipe:[77]", 7: "/dev/accel/accel0", 8: "/dev/dri/renderD128"},
+		fdinfo: map[int]string{7: usage(4, 1000, "2 MiB")},
+		maps:   mapsLine("/usr/lib/libc.so.6") + mapsLine("/opt/xrt/lib/libxrt_coreutil.so.2") + "7f00-7f01 rw-p 00000000 00:00 0 \n" + mapsLine("/opt/my lib/libggml-cann.so (deleted)"),
+	})
+	// a child sharing the same client (forked): counted once
+	writeProc(t, root, 11, fakeProc{fds: map[int]string{3: "/dev/accel/accel0"}, fdinfo: map[int]string{3: usage(4, 1000, "2 MiB")}, maps: mapsLine("/usr/lib/libc.so.6")})
+	r := npuReader(root)
+	s := r.Sample(context.Background(), []int{10, 11, 99}) // 99 has gone
+	if s.Processes != 2 || len(s.Unread) != 0 || len(s.Cut) != 0 {
+		t.Errorf("Sample: %d processes, unread %q, cut %q; want 2, none, none", s.Processes, s.Unread, s.Cut)
+	}
+	if diff := cmp.Diff([]string{"/dev/accel/accel0"}, s.Held); diff != "" {
+		t.Errorf("Held (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"/opt/my lib/libggml-cann.so (deleted)", "/opt/xrt/lib/libxrt_coreutil.so.2"}, s.Mapped); diff != "" {
+		t.Errorf("Mapped (-want +got):\n%s", diff)
+	}
+	want := map[string]Client{"amdxdna_accel_driver client 4": {EngineNS: 1000, Engines: true, MemoryBytes: 2 << 20, Memory: true}}
+	if diff := cmp.Diff(want, s.Clients); diff != "" {
+		t.Errorf("Clients (-want +got):\n%s", diff)
+	}
+}
+
+func TestFdinfoKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want map[string]Client
+	}{
+		{"no usage keys (a driver without stats)", "pos:\t0\nflags:\t02\ndrm-driver:\tqaic\n", map[string]Client{}},
+		{"total when no resident", "drm-driver:\tivpu\ndrm-client-id:\t9\ndrm-total-system:\t4 KiB\ndrm-total-vram:\t1 MiB\n",
+			map[string]Client{"ivpu client 9": {MemoryBytes: 4<<10 + 1<<20, Memory: true}}},
+		{"the older drm-memory, in bytes", "drm-driver:\tx\ndrm-memory-vram:\t512\n", map[string]Client{"x pid 5 3": {MemoryBytes: 512, Memory: true}}},
+		{"engines summed; capacity and bad values left out", "drm-driver:\ti915\ndrm-client-id:\t1\ndrm-engine-render:\t10 ns\ndrm-engine-copy:\t5 ns\ndrm-engine-capacity-render:\t2\ndrm-engine-video:\t-4 ns\ndrm-engine-x:\t7 ms\n",
+			map[string]Client{"i915 client 1": {EngineNS: 15, Engines: true}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeProc(t, root, 5, fakeProc{fds: map[int]string{3: "/dev/accel/accel1"}, fdinfo: map[int]string{3: tc.text}})
+			s := npuReader(root).Sample(context.Background(), []int{5})
+			if diff := cmp.Diff(tc.want, s.Clients); diff != "" {
+				t.Errorf("Clients (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWitnessOfTwoSamples(t *testing.T) {
+	root := t.TempDir()
+	writeProc(t, root, 10, fakeProc{fds: map[int]string{7: "/dev/accel/accel0"}, fdinfo: map[int]string{7: usage(4, 1_000_000_000, "1 MiB")}})
+	r := npuReader(root)
+	first := r.Sample(context.Background(), []int{10})
+	os.WriteFile(filepath.Join(root, "10", "fdinfo", "7"), []byte(usage(4, 2_900_000_000, "3 MiB")), 0o644)
+	last := r.Sample(context.Background(), []int{10})
+	last.At = first.At.Add(2100 * time.Millisecond)
+	got := r.Witness(first, last, true)
+	want := judge.Witness{Devices: r.Devices, Libraries: r.Libraries, Binary: true, Processes: 1,
+		Held:  []string{"/dev/accel/accel0"},
+		Usage: []judge.Usage{{Source: "fdinfo", EngineNS: 1_900_000_000, SpanNS: 2_100_000_000, MemoryBytes: 3 << 20}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Witness (-want +got):\n%s", diff)
+	}
+}
+
+func TestWitnessNotRead(t *testing.T) {
+	r := npuReader(t.TempDir())
+	s := r.Sample(context.Background(), []int{10})
+	w := r.Witness(s, s, false)
+	if w.NotRead != "no process of the serve could be read" {
+		t.Errorf("Witness of no process: NotRead %q", w.NotRead)
+	}
+}
+
+func TestWitnessNoStats(t *testing.T) {
+	root := t.TempDir()
+	writeProc(t, root, 10, fakeProc{fds: map[int]string{7: "/dev/accel/accel0"}, fdinfo: map[int]string{7: "pos:\t0\n"}})
+	r := npuReader(root)
+	s := r.Sample(context.Background(), []int{10})
+	w := r.Witness(s, s, false)
+	want := []string{"fdinfo: the held devices' descriptors have no DRM client usage stats (drm-engine-*, drm-resident-*, drm-total-*): the driver exports none"}
+	if diff := cmp.Diff(want, w.NoUsage); diff != "" || w.Usage != nil {
+		t.Errorf("NoUsage (-want +got):\n%s; Usage %v", diff, w.Usage)
+	}
+}
+
+func TestNvidiaSMI(t *testing.T) {
+	root := t.TempDir()
+	writeProc(t, root, 10, fakeProc{fds: map[int]string{7: "/dev/nvidia0"}, fdinfo: map[int]string{7: "pos:\t0\n"}})
+	tests := []struct {
+		name  string
+		out   string
+		err   error
+		usage []judge.Usage
+		none  []string
+	}{
+		{"the serve's pid listed", "10, 1024\n77, 5\n", nil, []judge.Usage{{Source: "nvidia-smi", MemoryBytes: 1024 << 20}}, nil},
+		{"not listed", "77, 5\ngarbage\n", nil, []judge.Usage{{Source: "nvidia-smi"}}, nil},
+		{"not installed", "", exec.ErrNotFound, nil, []string{"nvidia-smi: not installed (not on PATH)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked string
+			r := &Reader{Proc: root, Devices: []string{"/dev/nvidia[0-9]*"}, Run: func(_ context.Context, name string, args ...string) ([]byte, error) {
+				asked = name + " " + strings.Join(args, " ")
+				return []byte(tc.out), tc.err
+			}}
+			s := r.Sample(context.Background(), []int{10})
+			w := r.Witness(s, s, false)
+			if asked != "nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits" {
+				t.Errorf("asked %q", asked)
+			}
+			// the fdinfo without stats is said first
+			if diff := cmp.Diff(tc.usage, w.Usage); diff != "" {
+				t.Errorf("Usage (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(append([]string{"fdinfo: the held devices' descriptors have no DRM client usage stats (drm-engine-*, drm-resident-*, drm-total-*): the driver exports none"}, tc.none...), w.NoUsage); diff != "" {
+				t.Errorf("NoUsage (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBounds(t *testing.T) {
+	root := t.TempDir()
+	fds := map[int]string{}
+	for i := range MaxFDs + 5 {
+		fds[i] = fmt.Sprintf("/dev/accel/accel%d", i)
+	}
+	var maps strings.Builder
+	for i := range MaxMaps + 1 {
+		maps.WriteString(mapsLine(fmt.Sprintf("/lib/libggml-cann.so.%d", i)))
+	}
+	writeProc(t, root, 10, fakeProc{fds: fds, maps: maps.String()})
+	r := npuReader(root)
+	pids := make([]int, MaxProcs+1)
+	pids[0] = 10
+	for i := 1; i < len(pids); i++ {
+		pids[i] = 100000 + i // gone
+	}
+	s := r.Sample(context.Background(), pids)
+	want := []string{
+		fmt.Sprintf("%d of the serve's %d processes read (at most %d)", MaxProcs, MaxProcs+1, MaxProcs),
+		fmt.Sprintf("pid 10: %d descriptors looked at (more are open)", MaxFDs),
+		fmt.Sprintf("pid 10: %d lines of maps read (more are mapped)", MaxMaps),
+		fmt.Sprintf("%d device nodes seen, %d kept", MaxFDs, MaxSeen),
+		fmt.Sprintf("%d libraries seen, %d kept", MaxMaps, MaxSeen),
+	}
+	if diff := cmp.Diff(want, s.Cut); diff != "" {
+		t.Errorf("Cut (-want +got):\n%s", diff)
+	}
+	if len(s.Held) != MaxSeen || len(s.Mapped) != MaxSeen {
+		t.Errorf("kept %d held, %d mapped; want %d each", len(s.Held), len(s.Mapped), MaxSeen)
+	}
+}
+
+// TestOwnProcess reads the test's own process through the real /proc: it
+// holds a file it opened as a "device" and maps a file named like a
+// backend library.
+func TestOwnProcess(t *testing.T) {
+	dir := t.TempDir()
+	dev := filepath.Join(dir, "accel0")
+	lib := filepath.Join(dir, "libggml-cann.so")
+	for _, f := range []string{dev, lib} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	unmap, err := mapFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unmap()
+	r := &Reader{Proc: "/proc", Devices: []string{dev}, Libraries: []string{"libggml-cann*.so*"}}
+	s := r.Sample(context.Background(), []int{os.Getpid()})
+	if s.Processes != 1 || !cmp.Equal(s.Held, []string{dev}) || !cmp.Equal(s.Mapped, []string{lib}) {
+		t.Errorf("Sample of this process = %d processes, held %q, mapped %q; want 1, %q, %q", s.Processes, s.Held, s.Mapped, dev, lib)
+	}
+}
+
+// mapFile maps the first byte of a file, as a loaded library is mapped.
+func mapFile(file string) (unmap func(), err error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := syscall.Mmap(int(f.Fd()), 0, 1, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	return func() { syscall.Munmap(b) }, nil
+}
+
+// TestHidden: a process of the serve's tree that the proc root does not
+// show, yet runs (hidepid, another user's), is unread, never taken to be
+// gone; one that has gone is passed over.
+func TestHidden(t *testing.T) {
+	r := npuReader(t.TempDir())
+	r.Alive = func(pid int) bool { return pid == 7 }
+	s := r.Sample(context.Background(), []int{7, 8})
+	want := []string{"pid 7: alive but not in " + r.Proc + " (hidepid, or another PID namespace)"}
+	if diff := cmp.Diff(want, s.Unread); diff != "" || s.Processes != 0 {
+		t.Errorf("Unread (-want +got):\n%s; %d processes", diff, s.Processes)
+	}
+	w := r.Witness(s, s, false)
+	if w.NotRead != "no process of the serve could be read: "+want[0] {
+		t.Errorf("NotRead = %q", w.NotRead)
+	}
+	if !Alive(os.Getpid()) || Alive(1<<22+1) {
+		t.Errorf("Alive(self) = %v, Alive(a pid past pid_max) = %v", Alive(os.Getpid()), Alive(1<<22+1))
+	}
+}
+
+// TestRefused: a process whose descriptors are refused is unread, with
+// the reason.
+func TestRefused(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any directory: run as an ordinary user")
+	}
+	root := t.TempDir()
+	writeProc(t, root, 10, fakeProc{fds: map[int]string{3: "/dev/accel/accel0"}})
+	os.Chmod(filepath.Join(root, "10", "fd"), 0)
+	defer os.Chmod(filepath.Join(root, "10", "fd"), 0o755)
+	s := npuReader(root).Sample(context.Background(), []int{10})
+	if diff := cmp.Diff([]string{"pid 10: permission denied"}, s.Unread); diff != "" {
+		t.Errorf("Unread (-want +got):\n%s", diff)
+	}
+}
+
+func TestOutside(t *testing.T) {
+	for argv, want := range map[string]bool{
+		"docker run --device /dev/accel ovms":      true,
+		"/usr/bin/podman run -it img":              true,
+		"env A=1 docker run img":                   true,
+		"npu-hold -- docker run img":               true,
+		"llama-server -m docker":                   false,
+		"env OLLAMA_HOST=127.0.0.1:1 ollama serve": false,
+		"/opt/docker-tools/llama-server --port 1":  false,
+	} {
+		got := Outside(strings.Fields(argv))
+		if (got != "") != want {
+			t.Errorf("Outside(%s) = %q, want a reason: %v", argv, got, want)
+		}
+	}
+}
