@@ -1,5 +1,6 @@
-// Package judge turns the evidence of one run into four assertions and a
-// verdict: route, rate, first-token and content.
+// Package judge turns the evidence of one run into its assertions and a
+// verdict: route, rate, first-token and content, and with their settings
+// baseline, agreement and load.
 //
 // It is pure: evidence and limits in, assertions out. It does no I/O, reads no
 // clock and touches no process state, so what it says can be checked by
@@ -95,6 +96,9 @@ type Input struct {
 	// Release is how the device was given back: the release assertion is
 	// added, failed, when it was not given back clean.
 	Release Release
+	// Load adds the load assertion when set: --load N's rounds of N
+	// streams at once, or why none was asked.
+	Load *LoadRun
 }
 
 // Assertion is one line of the verdict.
@@ -125,6 +129,9 @@ func Judge(in Input) Verdict {
 		if in.Reference != nil {
 			names = append(names, Agreement)
 		}
+		if in.Load != nil {
+			names = append(names, Load)
+		}
 		for _, name := range names {
 			as = append(as, Assertion{Name: name, Detail: "no replies: " + why})
 		}
@@ -140,6 +147,9 @@ func Judge(in Input) Verdict {
 		}
 		if in.Reference != nil {
 			as = append(as, judgeAgreement(in))
+		}
+		if in.Load != nil {
+			as = append(as, judgeLoad(in))
 		}
 	}
 	if a, ok := judgeRelease(in.Release); ok {
