@@ -66,7 +66,15 @@ type Config struct {
 	// Kind is report.KindReference for record: content and release judged,
 	// the rest recorded.
 	Kind           string
-	RequestTimeout time.Duration
+	// Load is --load N: after the single-stream assertions, rounds of N
+	// streams at once (0: off), judged as LoadExpect says; the preset sets
+	// LoadExpect unless given ("": batch).
+	Load             int
+	LoadExpect       string
+	LoadEfficiency   float64
+	LoadFirstTokenMS float64 // 0: twice FirstTokenMS
+	LoadMaxRounds    int
+	RequestTimeout   time.Duration
 	Out            string // "" for a fresh directory
 	LogLimit       int64  // bytes of serve.log kept on disk: its head and its tail
 	Hold           string
@@ -123,6 +131,8 @@ func Default() Config {
 		MaxRegression:      10,
 		AgreementTieMargin: agree.DefaultTieMargin,
 		AgreementMaxKL:     agree.DefaultMaxKL,
+		LoadEfficiency:     0.5,
+		LoadMaxRounds:      11,
 		RequestTimeout:     2 * time.Minute,
 		Hold:               "builtin",
 		HoldTimeout:        30 * time.Minute,
@@ -278,6 +288,7 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if err := c.checkReference(p); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.checkLoad(p)...)
 	if c.LogLimit < logscan.MinLimit {
 		bad("--log-limit %d: pass at least %d bytes (e.g. 64MiB); serve.log keeps its head and tail within it", c.LogLimit, logscan.MinLimit)
 	}
