@@ -65,7 +65,7 @@ type Config struct {
 	AgreementMaxKL     float64 // nats: agree.Bounds.MaxKL
 	// Kind is report.KindReference for record: content and release judged,
 	// the rest recorded.
-	Kind           string
+	Kind string
 	// Load is --load N: after the single-stream assertions, rounds of N
 	// streams at once (0: off), judged as LoadExpect says; the preset sets
 	// LoadExpect unless given ("": batch).
@@ -75,16 +75,16 @@ type Config struct {
 	LoadFirstTokenMS float64 // 0: twice FirstTokenMS
 	LoadMaxRounds    int
 	RequestTimeout   time.Duration
-	Out            string // "" for a fresh directory
-	LogLimit       int64  // bytes of serve.log kept on disk: its head and its tail
-	Hold           string
-	HoldTimeout    time.Duration
-	Device         string
-	Count          int // devices of the device's pool to hold
-	CheckName      string
-	Comment        string
-	PRNumber       int // the pull request to comment on from a push; 0: the event's
-	GitHubToken    string
+	Out              string // "" for a fresh directory
+	LogLimit         int64  // bytes of serve.log kept on disk: its head and its tail
+	Hold             string
+	HoldTimeout      time.Duration
+	Device           string
+	Count            int // devices of the device's pool to hold
+	CheckName        string
+	Comment          string
+	PRNumber         int // the pull request to comment on from a push; 0: the event's
+	GitHubToken      string
 }
 
 // DefaultFloor is the default decode-rate floor, tok/s, and DefaultFloorWhy why:
