@@ -60,6 +60,8 @@ type LoadRun struct {
 	Limits  LoadLimits        `json:"limits"`
 	Rounds  [][]measure.Reply `json:"rounds,omitempty"`
 	Skipped string            `json:"skipped,omitempty"`
+	// Exit says how the serve ended when it died under load.
+	Exit string `json:"exit,omitempty"`
 }
 
 // Round is what one round of N streams shows, from the chunk times the probe
@@ -325,6 +327,9 @@ func judgeLoad(in Input) Assertion {
 		eta, conc, worst = append(eta, rd.Efficiency), append(conc, rd.Concurrency), append(worst, rd.WorstFirstMS)
 	}
 	figures := fmt.Sprintf("each: %s; %s", each, p95Text(rounds))
+	if lr.Exit != "" {
+		failed = append(failed, Quote(lr.Exit, errorQuote))
+	}
 	if len(failed) > 0 {
 		a.Detail = fmt.Sprintf("%d streams asked at once, and a request failed under load: %s (%s)", l.Streams, strings.Join(failed, "; "), figures)
 		return a
