@@ -427,7 +427,11 @@ func p95Text(rounds []Round) string {
 			}
 		}
 	}
-	return fmt.Sprintf("p95 over %d streams, descriptive, not judged: first token %.0f ms, per-token time %.1f ms", len(first), P95(first), P95(perToken))
+	pt := "none"
+	if len(perToken) > 0 {
+		pt = fmt.Sprintf("%.1f ms", P95(perToken))
+	}
+	return fmt.Sprintf("p95 over %d streams, descriptive, not judged: first token %.0f ms, per-token time %s", len(first), P95(first), pt)
 }
 
 // P95 is the nearest-rank 95th percentile of xs; 0 of nothing.

@@ -244,6 +244,9 @@ func TestJudgeLoadFailures(t *testing.T) {
 	if a.OK || !strings.HasPrefix(a.Detail, `4 streams asked at once, and a request failed under load: round 2: stream 3 failed: "HTTP 429: queue full\n<b>" (each: round 1 η 0.80`) {
 		t.Errorf("ok %v: %s", a.OK, a.Detail)
 	}
+	if a := loadRow(t, loadInput(batchLimits, bad[2:3])); !strings.Contains(a.Detail, "(each: round 1 failed; p95 over 0 streams, descriptive, not judged: first token 0 ms, per-token time none)") {
+		t.Errorf("no figures: %s", a.Detail)
+	}
 	if !strings.Contains(a.Detail, "round 2 failed") {
 		t.Errorf("the failed round is not in the figures: %s", a.Detail)
 	}
