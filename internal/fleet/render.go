@@ -50,6 +50,9 @@ func figures(r *Row) string {
 	if a := agreement(r); a != "" {
 		parts = append(parts, "agreement "+a)
 	}
+	if l := report.LoadText(r.Result); l != "" {
+		parts = append(parts, "load "+l)
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -84,6 +87,17 @@ func (m *Merged) anyReference() bool {
 	return false
 }
 
+// anyLoad reports whether a row ran --load: the merged table then has a
+// load column.
+func (m *Merged) anyLoad() bool {
+	for i := range m.Rows {
+		if report.LoadText(m.Rows[i].Result) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // change is the row's median rate and first token against its baseline.
 func change(r *Row) string {
 	b := r.Baseline
@@ -104,13 +118,19 @@ func (m *Merged) Markdown(limit int, history *History) string {
 		icon = "✅"
 	}
 	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, report.Cell(m.Base, 100), m.Title())
-	refs := m.anyReference()
+	refs, loads := m.anyReference(), m.anyLoad()
 	b.WriteString("| model | device | verdict | median rate (floor) | first token (limit) | route | against the baseline |")
 	if refs {
 		b.WriteString(" agreement |")
 	}
+	if loads {
+		b.WriteString(" load |")
+	}
 	b.WriteString("\n|---|---|---|---:|---:|---|---|")
 	if refs {
+		b.WriteString("---|")
+	}
+	if loads {
 		b.WriteString("---|")
 	}
 	b.WriteString("\n")
@@ -139,6 +159,13 @@ func (m *Merged) Markdown(limit int, history *History) string {
 				agrees = "no reference"
 			}
 			base += " | " + agrees
+		}
+		if loads {
+			l := report.LoadText(r.Result)
+			if l == "" {
+				l = "—"
+			}
+			base += " | " + l
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", report.Cell(r.Job.Model(), 100), report.Cell(r.Job.Device(), 50), verdict, rate, first, route, base)
 	}
