@@ -14,6 +14,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
@@ -41,6 +42,10 @@ func (g *Gate) loadRounds(res *report.Result, a *asker, base string) {
 		return
 	}
 	single := judge.SingleOf(res.Replies)
+	// No logprobs under load: the rounds judge timing, and N streams of
+	// top-5 alternatives would swell result.json past what judge reads.
+	pr := g.prober(base)
+	pr.TopLogprobs = 0
 	g.logf("load: rounds of %d streams at once, %s expected (at most %d rounds)", p.Load, lr.Limits.Expect, lr.Limits.MaxRounds)
 	var rounds []judge.Round
 	for n := 1; !judge.LoadStop(rounds, lr.Limits, single, p.FirstTokenMS, p.Lead); n++ {
@@ -54,7 +59,7 @@ func (g *Gate) loadRounds(res *report.Result, a *asker, base string) {
 			return
 		default:
 		}
-		replies := a.round(n, p.Load)
+		replies := a.round(pr, n, p.Load)
 		lr.Rounds = append(lr.Rounds, replies)
 		rd := judge.RoundOf(n, replies, single.Rate)
 		rounds = append(rounds, rd)
@@ -135,21 +140,21 @@ func (g *Gate) slotsShort(ctx context.Context, base string) string {
 	return fmt.Sprintf("--load %d is above the serve's %d slots (llama-server's /props, total_slots): start it with -np %d, or pass --load %d or --load-expect serial", p.Load, props.TotalSlots, p.Load, props.TotalSlots)
 }
 
-// round asks n streams at once: each on its own connection (the probe
-// opens one a request), all written together.
-func (a *asker) round(round, n int) []measure.Reply {
+// round asks n streams at once with pr: each on its own connection (the
+// probe opens one a request), all written together.
+func (a *asker) round(pr *probe.Prober, round, n int) []measure.Reply {
 	ps := a.g.Plan.Prompts
 	replies := make([]measure.Reply, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range n {
-		pr := ps[(round*n+i)%len(ps)]
-		pr.Prompt = fmt.Sprintf("[%s, load round %d, stream %d] %s", salt(), round, i+1, pr.Prompt)
+		prompt := ps[(round*n+i)%len(ps)]
+		prompt.Prompt = fmt.Sprintf("[%s, load round %d, stream %d] %s", salt(), round, i+1, prompt.Prompt)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			replies[i] = a.prober.Ask(a.ctx, i+1, false, pr)
+			replies[i] = pr.Ask(a.ctx, i+1, false, prompt)
 		}()
 	}
 	close(start)

@@ -42,6 +42,9 @@ func TestLoadRoundsAfterTheReplies(t *testing.T) {
 				continue
 			}
 			salts[m[1]] = true
+			if r.TopLogprobs != 0 || len(r.Generated) != 0 {
+				t.Errorf("round %d, stream %d asked for logprobs (top_logprobs %d)", i+1, r.N, r.TopLogprobs)
+			}
 			if r.Error != "" {
 				t.Errorf("round %d, stream %d: %s", i+1, r.N, r.Error)
 			}
