@@ -167,9 +167,9 @@ func RoundOf(n int, replies []measure.Reply, single float64) Round {
 			chunks += a.Chunks
 		}
 		s := stream{first: start + f, last: start + *r.LastMS, tokens: tokens, arrivals: r.Arrivals, start: start}
-		if chunks > 0 {
-			s.perChunk = float64(tokens) / float64(chunks)
-		}
+		// A reply recorded without arrivals (Chunks counts them still)
+		// is taken as clean: a token a chunk, evenly from first to last.
+		s.perChunk = float64(tokens) / float64(max(chunks, r.Chunks))
 		ss = append(ss, s)
 	}
 	if rd.Failed != "" {
@@ -199,6 +199,10 @@ func RoundOf(n int, replies []measure.Reply, single float64) Round {
 				if at := s.start + a.MS; at > from && at <= to {
 					tokens += float64(a.Chunks) * s.perChunk
 				}
+			}
+			if len(s.arrivals) == 0 && s.last > s.first {
+				// Evenly spread: the window's share of its decode.
+				tokens += float64(s.tokens-1) * (to - from) / (s.last - s.first)
 			}
 		}
 		rd.Aggregate = tokens / (rd.WindowMS / 1000)

@@ -116,6 +116,20 @@ func TestRoundLengthsDiffer(t *testing.T) {
 	}
 }
 
+// Replies recorded without arrivals are taken as clean: their tokens spread
+// evenly from the first to the last.
+func TestRoundWithoutArrivals(t *testing.T) {
+	rs := batched(2, 100, 200)
+	rs[1].Arrivals = nil
+	rs[1].T0 = rs[1].T0.Add(300 * time.Millisecond)
+	rd := RoundOf(1, rs, 100)
+	// The window: 970 ms, in which stream 1 sent 97 tokens and stream 2
+	// 127 x 970/1270.
+	if want := (97 + 127*970.0/1270) / 0.97; rd.Conservative || !near(rd.Aggregate, want, 0.01) {
+		t.Errorf("aggregate %.3f, want %.3f (round %+v)", rd.Aggregate, want, rd)
+	}
+}
+
 func TestRoundFailures(t *testing.T) {
 	rs := batched(3, 100, 200)
 	rs[1] = measure.Reply{N: 2, T0: epoch, Error: "HTTP 503: server busy\x1b[2J"}
