@@ -130,6 +130,20 @@ func TestRoundWithoutArrivals(t *testing.T) {
 	}
 }
 
+// A reply whose chunk count says less than its arrivals (a file written by
+// hand) counts its arrivals' chunks: no token is counted twice, and no rate
+// is infinite.
+func TestRoundChunksFromArrivals(t *testing.T) {
+	rs := batched(4, 80, 250)
+	want := RoundOf(1, rs, 100).Aggregate
+	for i := range rs {
+		rs[i].Chunks = 0
+	}
+	if got := RoundOf(1, rs, 100).Aggregate; !near(got, want, 1e-9) {
+		t.Errorf("aggregate %v with no chunk count, %v with it", got, want)
+	}
+}
+
 func TestRoundFailures(t *testing.T) {
 	rs := batched(3, 100, 200)
 	rs[1] = measure.Reply{N: 2, T0: epoch, Error: "HTTP 503: server busy\x1b[2J"}
@@ -137,9 +151,25 @@ func TestRoundFailures(t *testing.T) {
 	if rd.Failed != `stream 2 failed: "HTTP 503: server busy\x1b[2J"` {
 		t.Errorf("failed %q", rd.Failed)
 	}
+	// The streams after a failed one still give their figures.
+	rs[2].FirstMS = ptr(900.0)
+	if rd := RoundOf(2, rs, 100); len(rd.Rates) != 3 || len(rd.FirstMS) != 2 || rd.WorstFirstMS != 900 {
+		t.Errorf("rates %v, first %v, worst %v: the streams after the failed one are left out", rd.Rates, rd.FirstMS, rd.WorstFirstMS)
+	}
+	rs[2] = stream(3, 0, 200, 100, 128)
 	rs[1] = measure.Reply{N: 2, T0: epoch, EndMS: 5}
 	if rd := RoundOf(2, rs, 100); rd.Failed != "stream 2: no content arrived" {
 		t.Errorf("failed %q", rd.Failed)
+	}
+	rs[1] = stream(2, 0, 200, 100, 128)
+	rs[1].LastMS = nil
+	if rd := RoundOf(2, rs, 100); rd.Failed != "stream 2: no content arrived" {
+		t.Errorf("a first token and no last: failed %q", rd.Failed)
+	}
+	// Two failures: the first is named, and the streams after still count.
+	rs[0] = measure.Reply{N: 1, T0: epoch, Error: "first"}
+	if rd := RoundOf(2, rs, 100); rd.Failed != `stream 1 failed: "first"` || len(rd.Rates) != 3 || len(rd.FirstMS) != 2 {
+		t.Errorf("failed %q, rates %v, first %v", rd.Failed, rd.Rates, rd.FirstMS)
 	}
 	if rd := RoundOf(1, nil, 100); rd.Failed != "no stream was asked" {
 		t.Errorf("failed %q", rd.Failed)
