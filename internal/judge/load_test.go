@@ -163,8 +163,8 @@ func TestRoundFailures(t *testing.T) {
 	}
 	rs[1] = stream(2, 0, 200, 100, 128)
 	rs[1].LastMS = nil
-	if rd := RoundOf(2, rs, 100); rd.Failed != "stream 2: no content arrived" {
-		t.Errorf("a first token and no last: failed %q", rd.Failed)
+	if rd := RoundOf(2, rs, 100); rd.Failed != "stream 2: no content arrived" || len(rd.Rates) != 3 || len(rd.FirstMS) != 3 {
+		t.Errorf("a first token and no last: failed %q, rates %v, first %v", rd.Failed, rd.Rates, rd.FirstMS)
 	}
 	// Two failures: the first is named, and the streams after still count.
 	rs[0] = measure.Reply{N: 1, T0: epoch, Error: "first"}
