@@ -101,6 +101,9 @@ type Options struct {
 	// LoadSerial, or LoadIndependent. BatchCost is LoadBatch's slowdown for
 	// each other request decoding; PauseMS is LoadSerial's pause before a
 	// request that waited.
+	// Slots, when above 0, is answered on /props as total_slots, as
+	// llama-server says how many requests it decodes at once.
+	Slots     int
 	LoadMode  string
 	BatchCost float64
 	PauseMS   float64
@@ -189,6 +192,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(st)
+	case path == "/props" && s.opt.Slots > 0:
+		// llama-server's /props: its slots (tools/server/server.cpp).
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"total_slots":%d,"model_path":%q}`, s.opt.Slots, s.opt.Model)
 	case path == "/v1/models":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, s.opt.Model)
