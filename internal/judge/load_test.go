@@ -388,3 +388,28 @@ func TestFIFOBound(t *testing.T) {
 		t.Errorf("bound %v, want 5400", got)
 	}
 }
+
+// The edges: 1.5 decoding at once is not one at a time; a worst first token
+// at the FIFO bound is within it.
+func TestJudgeLoadEdges(t *testing.T) {
+	l := batchLimits
+	l.Efficiency, l.Streams = 0.6, 3
+	r := append(batched(2, 100, 200), stream(3, 0, 1470, 100, 128))
+	if rd := RoundOf(1, r, 100); rd.Concurrency != 1.5 {
+		t.Fatalf("concurrency %v, the test wants 1.5", rd.Concurrency)
+	}
+	if a := loadRow(t, loadInput(l, r)); a.OK || !strings.HasPrefix(a.Detail, "3 streams asked, 1.5 decoding at once: together they decode at η 0.50 of 3 single streams, below the floor 0.60") {
+		t.Errorf("ok %v: %s", a.OK, a.Detail)
+	}
+	serial := LoadLimits{Streams: 4, Expect: LoadSerial, MaxRounds: 11}
+	in := loadInput(serial, batched(4, 100, 7500))
+	// (4 - 1) x 1471 + 587 = 5000, and half again: 7500.
+	in.Limits.FirstTokenMS = 587
+	if a := loadRow(t, in); !a.OK || !strings.Contains(a.Detail, "median 7500 ms over the rounds, within the first-in-first-out bound 7500 ms") {
+		t.Errorf("at the bound: ok %v: %s", a.OK, a.Detail)
+	}
+	in.Limits.FirstTokenMS = 586
+	if a := loadRow(t, in); a.OK {
+		t.Errorf("past the bound: ok %v: %s", a.OK, a.Detail)
+	}
+}
