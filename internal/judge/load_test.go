@@ -144,6 +144,16 @@ func TestRoundChunksFromArrivals(t *testing.T) {
 	}
 }
 
+// Most streams of one token (no decode span): no window, whatever the median
+// span, and a finite aggregate.
+func TestRoundMostlyOneToken(t *testing.T) {
+	rs := []measure.Reply{stream(1, 0, 200, 100, 1), stream(2, 0, 200, 100, 1), stream(3, 0, 200, 100, 1), stream(4, 0, 200, 100, 128)}
+	rd := RoundOf(1, rs, 100)
+	if !rd.Conservative || rd.WindowMS != 0 || !near(rd.Aggregate, 100, 1e-9) {
+		t.Errorf("round %+v: want conservative, no window, 127 tokens over 1.27 s", rd)
+	}
+}
+
 func TestRoundFailures(t *testing.T) {
 	rs := batched(3, 100, 200)
 	rs[1] = measure.Reply{N: 2, T0: epoch, Error: "HTTP 503: server busy\x1b[2J"}
