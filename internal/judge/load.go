@@ -200,8 +200,9 @@ func RoundOf(n int, replies []measure.Reply, single float64) Round {
 					tokens += float64(a.Chunks) * s.perChunk
 				}
 			}
-			if len(s.arrivals) == 0 && s.last > s.first {
-				// Evenly spread: the window's share of its decode.
+			if len(s.arrivals) == 0 {
+				// Evenly spread: the window's share of its decode (a
+				// stream in the window decoded for longer than it).
 				tokens += float64(s.tokens-1) * (to - from) / (s.last - s.first)
 			}
 		}

@@ -92,6 +92,18 @@ func TestRoundSerialisedIsNotTheSumOfRates(t *testing.T) {
 	}
 }
 
+// A serve that counts two tokens a chunk: each chunk in the window counts
+// both.
+func TestRoundTokensPerChunk(t *testing.T) {
+	rs := batched(4, 80, 250)
+	for i := range rs {
+		rs[i].CompletionTokens = ptr(256)
+	}
+	if rd := RoundOf(1, rs, 100); !near(rd.Aggregate, 640, 1) {
+		t.Errorf("aggregate %.1f, want 640", rd.Aggregate)
+	}
+}
+
 // Streams of very different lengths share too short a window: the round is
 // figured over its whole span, and says so.
 func TestRoundLengthsDiffer(t *testing.T) {
