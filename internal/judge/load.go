@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -220,7 +221,7 @@ func RoundOf(n int, replies []measure.Reply, single float64) Round {
 	}
 	// The gaps of streams that ran one after another.
 	order := slices.Clone(ss)
-	slices.SortFunc(order, func(a, b stream) int { return cmpFloat(a.first, b.first) })
+	slices.SortFunc(order, func(a, b stream) int { return cmp.Compare(a.first, b.first) })
 	var gaps []float64
 	for k := 1; k < len(order); k++ {
 		if g := order[k].first - order[k-1].last; g > 0 {
@@ -229,16 +230,6 @@ func RoundOf(n int, replies []measure.Reply, single float64) Round {
 	}
 	rd.GapMS, rd.Gaps = Median(gaps), len(gaps)
 	return rd
-}
-
-func cmpFloat(a, b float64) int {
-	if a < b {
-		return -1
-	}
-	if a > b {
-		return 1
-	}
-	return 0
 }
 
 // FIFOBound is the most a serial serve's worst first token may take with n

@@ -435,3 +435,32 @@ func TestJudgeLoadEdges(t *testing.T) {
 		t.Errorf("past the bound: ok %v: %s", a.OK, a.Detail)
 	}
 }
+
+// A round's signs at the limits exactly: η at the floor and the worst first
+// token at the limit meet them; a failed round counts no sign, and the
+// rounds after it still do.
+func TestLoadSignsOf(t *testing.T) {
+	s := SingleOf(single)
+	at := Round{Efficiency: 0.5, WorstFirstMS: 1200}
+	below := Round{Efficiency: 0.49, WorstFirstMS: 1201}
+	signs, failed := LoadSignsOf([]Round{{Failed: "x"}, at, below}, batchLimits, s, 600, 3)
+	if !failed || signs.Efficiency == nil || signs.Efficiency.Meet != 1 || signs.Efficiency.Miss != 1 || signs.FirstToken.Meet != 1 || signs.FirstToken.Miss != 1 {
+		t.Errorf("signs %+v, %+v, failed %v", signs.Efficiency, signs.FirstToken, failed)
+	}
+	serial := LoadLimits{Streams: 4, Expect: LoadSerial}
+	bound := FIFOBound(4, s, 600)
+	signs, failed = LoadSignsOf([]Round{{WorstFirstMS: bound}, {WorstFirstMS: bound + 1}}, serial, s, 600, 3)
+	if failed || signs.Efficiency != nil || signs.FirstToken.Meet != 1 || signs.FirstToken.Miss != 1 {
+		t.Errorf("serial signs %+v, %+v, failed %v", signs.Efficiency, signs.FirstToken, failed)
+	}
+}
+
+// Streams back to back, the next first token as the last one's last: no
+// gap between them.
+func TestRoundNoGap(t *testing.T) {
+	rs := []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 1470, 100, 128), stream(3, 0, 2840, 100, 128)}
+	rd := RoundOf(1, rs, 100)
+	if rd.Gaps != 1 || !near(rd.GapMS, 100, 1e-9) {
+		t.Errorf("gaps %d of %.1f ms, want 1 of 100 (the first two are back to back)", rd.Gaps, rd.GapMS)
+	}
+}
