@@ -313,6 +313,9 @@ func TestJudgeLoadFailures(t *testing.T) {
 	if a := loadRow(t, loadInput(batchLimits, bad[2:3])); !strings.Contains(a.Detail, "(each: round 1 failed; p95 over 0 streams, descriptive, not judged: first token 0 ms, per-token time none)") {
 		t.Errorf("no figures: %s", a.Detail)
 	}
+	if a := loadRow(t, loadInput(batchLimits, bad, r, bad)); !strings.Contains(a.Detail, "round 1: stream 3 failed") || !strings.Contains(a.Detail, "round 3: stream 3 failed") {
+		t.Errorf("every failed round is not named: %s", a.Detail)
+	}
 	if !strings.Contains(a.Detail, "round 2 failed") {
 		t.Errorf("the failed round is not in the figures: %s", a.Detail)
 	}
