@@ -348,12 +348,13 @@ func judgeLoad(in Input) Assertion {
 	etaOK, worstOK := mEta >= l.Efficiency, mWorst <= l.FirstTokenMS
 	a.OK = etaOK && worstOK
 	var what []string
-	switch {
-	case !etaOK && mConc < OneAtATime:
+	// if, not switch: each condition is a statement of its own, which
+	// mutation testing can reach.
+	if !etaOK && mConc < OneAtATime {
 		what = append(what, fmt.Sprintf("%d streams asked, %.1f decoding at once: the serve ran them one at a time (η %.2f, floor %.2f)", l.Streams, mConc, mEta, l.Efficiency))
-	case !etaOK:
+	} else if !etaOK {
 		what = append(what, fmt.Sprintf("%d streams asked, %.1f decoding at once: together they decode at η %.2f of %d single streams, below the floor %.2f", l.Streams, mConc, mEta, l.Streams, l.Efficiency))
-	default:
+	} else {
 		what = append(what, fmt.Sprintf("%d streams asked, %.1f decoding at once: η %.2f (floor %.2f)", l.Streams, mConc, mEta, l.Efficiency))
 	}
 	if !worstOK {

@@ -264,7 +264,7 @@ func TestJudgeLoadBatchServeRanThemOneAtATime(t *testing.T) {
 	if a.OK || !strings.HasPrefix(a.Detail, "4 streams asked, 0.9 decoding at once: the serve ran them one at a time (η 0.22, floor 0.50)") {
 		t.Errorf("ok %v: %s", a.OK, a.Detail)
 	}
-	if !strings.Contains(a.Detail, "conservative: all decoded together for 0 of 5680 ms") {
+	if !strings.Contains(a.Detail, "aggregate 89.4 tok/s (conservative: all decoded together for 0 of 5680 ms") {
 		t.Errorf("the conservative estimate is not said: %s", a.Detail)
 	}
 	// Two at a time of four: below the floor, not one at a time.
@@ -315,6 +315,8 @@ func TestJudgeLoadFailures(t *testing.T) {
 	}
 	if a := loadRow(t, loadInput(batchLimits, bad, r, bad)); !strings.Contains(a.Detail, "round 1: stream 3 failed") || !strings.Contains(a.Detail, "round 3: stream 3 failed") {
 		t.Errorf("every failed round is not named: %s", a.Detail)
+	} else if !strings.Contains(a.Detail, "round 1 failed; round 2 η 0.80") {
+		t.Errorf("the rounds after a failed one are not listed: %s", a.Detail)
 	}
 	if !strings.Contains(a.Detail, "round 2 failed") {
 		t.Errorf("the failed round is not in the figures: %s", a.Detail)
