@@ -32,6 +32,9 @@ type realOllama struct {
 	dir    string
 	ollama string
 	gate   string
+	// serveEnv are more NAME=VALUE words for the serve's env, before
+	// ollama serve (OLLAMA_NUM_PARALLEL=4).
+	serveEnv string
 }
 
 // setUp finds Ollama (or fails saying how to install it; skips only when
@@ -110,7 +113,7 @@ func (o *realOllama) run(t *testing.T, name string, port int, args ...string) ga
 func (o *realOllama) command(t *testing.T, command, model, name string, port int, args ...string) gateRun {
 	t.Helper()
 	out := filepath.Join(o.dir, name)
-	serveLine := fmt.Sprintf("env OLLAMA_HOST=127.0.0.1:{port} OLLAMA_MODELS='%s' OLLAMA_DEBUG=1 ollama serve", filepath.Join(o.dir, "models"))
+	serveLine := fmt.Sprintf("env OLLAMA_HOST=127.0.0.1:{port} OLLAMA_MODELS='%s' OLLAMA_DEBUG=1 %sollama serve", filepath.Join(o.dir, "models"), o.serveEnv)
 	args = append([]string{command, "--preset", "ollama", "--serve", serveLine, "--model", model,
 		"--hold", "none", "--port", strconv.Itoa(port), "--max-tokens", strconv.Itoa(maxTokens),
 		"--first-token-ms", firstTokenMS, "--out", out}, args...)

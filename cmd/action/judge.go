@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 
@@ -24,6 +25,9 @@ func (e *env) judge(ctx context.Context, args []string) int {
 	}
 	d := config.Default()
 	limitFlags(fs, &d)
+	fs.StringVar(&d.LoadExpect, "load-expect", "", "judge the run's load rounds as batch or serial (default: the run's own)")
+	fs.Float64Var(&d.LoadEfficiency, "load-efficiency", d.LoadEfficiency, "batch: the least η of a round (default: the run's own)")
+	fs.Float64Var(&d.LoadFirstTokenMS, "load-first-token-ms", d.LoadFirstTokenMS, "batch: the most a round's worst first token may take, ms (default: the run's own)")
 	dir, ok := e.parseDir(fs, args)
 	if !ok {
 		return exitUsage
@@ -58,6 +62,7 @@ func (e *env) judge(ctx context.Context, args []string) int {
 			res.Reference = ref
 		}
 	}
+	problems = append(problems, loadLimitsOf(res, dir, fs, d)...)
 	if len(problems) > 0 {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke judge: bad input:\n%s\n", indent(strings.Join(problems, "\n")))
 		return exitUsage
@@ -139,6 +144,40 @@ func limitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config)
 		}
 		return "--" + flag
 	}
+}
+
+// loadLimitsOf puts the load flags given into the run's load limits, and
+// says what is wrong with them.
+func loadLimitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Config) []string {
+	set := setFlags(fs)
+	var problems []string
+	given := set("load-expect") || set("load-efficiency") || set("load-first-token-ms")
+	if res.Load == nil {
+		if given {
+			problems = append(problems, fmt.Sprintf("--load-expect, --load-efficiency and --load-first-token-ms judge a run's load rounds, and %s asked none (--load 0); leave them out", filepath.Join(dir, report.ResultFile)))
+		}
+		return problems
+	}
+	l := &res.Load.Limits
+	if set("load-expect") {
+		if d.LoadExpect != judge.LoadBatch && d.LoadExpect != judge.LoadSerial {
+			problems = append(problems, fmt.Sprintf("--load-expect %q: pass batch or serial", d.LoadExpect))
+		}
+		l.Expect = d.LoadExpect
+	}
+	if set("load-efficiency") {
+		if !(d.LoadEfficiency > 0 && d.LoadEfficiency <= 1) {
+			problems = append(problems, fmt.Sprintf("--load-efficiency %v: pass a fraction above 0 and at most 1, e.g. 0.5", d.LoadEfficiency))
+		}
+		l.Efficiency = d.LoadEfficiency
+	}
+	if set("load-first-token-ms") {
+		if !(d.LoadFirstTokenMS > 0) || math.IsInf(d.LoadFirstTokenMS, 0) {
+			problems = append(problems, fmt.Sprintf("--load-first-token-ms %v: pass a positive number of milliseconds", d.LoadFirstTokenMS))
+		}
+		l.FirstTokenMS = d.LoadFirstTokenMS
+	}
+	return problems
 }
 
 // limitFlags defines the judging limits' flags (the gate's names and

@@ -90,18 +90,26 @@ type Config struct {
 	AgreementMaxKL     float64 // nats: agree.Bounds.MaxKL
 	// Kind is report.KindReference for record: content and release judged,
 	// the rest recorded.
-	Kind           string
-	RequestTimeout time.Duration
-	Out            string // "" for a fresh directory
-	LogLimit       int64  // bytes of serve.log kept on disk: its head and its tail
-	Hold           string
-	HoldTimeout    time.Duration
-	Device         string
-	Count          int // devices of the device's pool to hold
-	CheckName      string
-	Comment        string
-	PRNumber       int // the pull request to comment on from a push; 0: the event's
-	GitHubToken    string
+	Kind string
+	// Load is --load N: after the single-stream assertions, rounds of N
+	// streams at once (0: off), judged as LoadExpect says; the preset sets
+	// LoadExpect unless given ("": batch).
+	Load             int
+	LoadExpect       string
+	LoadEfficiency   float64
+	LoadFirstTokenMS float64 // 0: twice FirstTokenMS
+	LoadMaxRounds    int
+	RequestTimeout   time.Duration
+	Out              string // "" for a fresh directory
+	LogLimit         int64  // bytes of serve.log kept on disk: its head and its tail
+	Hold             string
+	HoldTimeout      time.Duration
+	Device           string
+	Count            int // devices of the device's pool to hold
+	CheckName        string
+	Comment          string
+	PRNumber         int // the pull request to comment on from a push; 0: the event's
+	GitHubToken      string
 	// Energy is the energy sensor read while the judged replies decode
 	// (energy.ParseSpec: auto, off, nvml, hwmon, ...), EnergyIdle how long
 	// the serve's idle power is read before and after them, and
@@ -185,6 +193,8 @@ func Default() Config {
 		ReferenceMissing:   ReferenceMissingFail,
 		AgreementTieMargin: agree.DefaultTieMargin,
 		AgreementMaxKL:     agree.DefaultMaxKL,
+		LoadEfficiency:     0.5,
+		LoadMaxRounds:      11,
 		RequestTimeout:     2 * time.Minute,
 		Hold:               "builtin",
 		HoldTimeout:        30 * time.Minute,
@@ -358,6 +368,7 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.ReferenceMissing != ReferenceMissingFail && c.ReferenceMissing != ReferenceMissingSkip {
 		bad("--reference-missing %q: pass fail (a --reference github: that finds no usable recording fails the agreement assertion) or skip (it is left out, with a notice)", c.ReferenceMissing)
 	}
+	errs = append(errs, c.checkLoad(p)...)
 	if c.LogLimit < logscan.MinLimit || c.LogLimit > MaxLogLimit {
 		bad("--log-limit %d: pass %d to %d bytes (e.g. 64MiB); serve.log keeps its head and tail within it", c.LogLimit, logscan.MinLimit, int64(MaxLogLimit))
 	}

@@ -30,6 +30,9 @@ type Preset struct {
 	// Energy is the order in which --energy auto tries the sensors, by the
 	// devices the serve runs on; nil tries energy.Kinds.
 	Energy []string
+	// Serial: the serve takes one request at a time, first in first out,
+	// so --load-expect defaults to serial; otherwise to batch.
+	Serial bool
 }
 
 // Hint is a way to make a serve print its route evidence.
@@ -251,7 +254,7 @@ var Presets = map[string]Preset{
 	// It rejects logprobs with stream: true ("logprobs are not supported in
 	// streaming mode.", src/llm/apis/openai_completions.cpp).
 	"ovms": {Health: "/v2/health/ready", ChatPath: "/v3/chat/completions", ThinkingControl: ThinkingKwargs,
-		FastRoute: ovmsFast, SlowRoute: ovmsSlow, Hint: ovmsHint, NoLogprobs: true, Energy: []string{"hwmon", "rapl"}},
+		FastRoute: ovmsFast, SlowRoute: ovmsSlow, Hint: ovmsHint, NoLogprobs: true, Energy: []string{"hwmon", "rapl"}, Serial: true},
 	// FastFlowLM runs on the NPU only; it has no health path, /v1/models
 	// answers once it is up. "NPU Locked!" is printed when a request gets
 	// the NPU (src/server/server.cpp); flm validate prints "No NPU device
@@ -261,7 +264,7 @@ var Presets = map[string]Preset{
 	// adds nothing, and gpt-oss warns of it. It reads no logprobs field and
 	// streams none (src/server/streaming_ostream_openai.hpp).
 	"flm": {Health: "/v1/models", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingThink,
-		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: flmSlow, NoLogprobs: true, Energy: []string{"hwmon", "rapl"}},
+		FastRoute: []string{`\] +NPU Locked!`}, SlowRoute: flmSlow, NoLogprobs: true, Energy: []string{"hwmon", "rapl"}, Serial: true},
 	// Lemonade answers under /v1 (and /api/v1), and has its own figures of
 	// the last request at /v1/stats; its llamacpp recipe prints llama.cpp's
 	// lines, its flm recipe its own.
@@ -314,6 +317,12 @@ func (c *Config) ApplyPreset(set func(flag string) bool) error {
 		c.SlowRoute = slices.Clone(p.SlowRoute)
 	}
 	c.applyWitnesses(set)
+	if !set("load-expect") {
+		c.LoadExpect = judge.LoadBatch
+		if p.Serial {
+			c.LoadExpect = judge.LoadSerial
+		}
+	}
 	if !set("top-logprobs") {
 		c.TopLogprobs = DefaultTopLogprobs
 		if p.NoLogprobs {

@@ -73,6 +73,10 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opt.Say, "say", "", "print this text to the log at start")
 	fs.BoolVar(&opt.NoUsage, "no-usage", false, "never send usage")
 	fs.BoolVar(&opt.NoTimings, "no-timings", false, "never send timings")
+	fs.IntVar(&opt.Slots, "slots", 0, "answer /props with this total_slots, as llama-server does (0: no /props)")
+	fs.StringVar(&opt.LoadMode, "load-mode", "", "how requests at once are taken: batch (decoded together, each slowed by --batch-cost for each other one), serial (one at a time, first in first out, --serial-pause-ms before each that waited) (default: each as if alone)")
+	fs.Float64Var(&opt.BatchCost, "batch-cost", 0.1, "--load-mode batch: each request's rate is divided by 1 + this x the others decoding")
+	fs.Float64Var(&opt.PauseMS, "serial-pause-ms", DefaultPauseMS, "--load-mode serial: the pause before a request that waited (FastFlowLM's 333 ms)")
 	fs.BoolVar(&opt.NeverReady, "never-ready", false, "health answers 503 forever")
 	fs.DurationVar(&opt.ReadyAfter, "ready-after", 0, "health answers 503 until this long after start")
 	fs.StringVar(&opt.HealthPath, "health-path", "", "health path (default: the persona's)")
@@ -104,6 +108,10 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 	if opt.Kernel.Noise < 0 || math.IsNaN(opt.Kernel.Noise) || math.IsInf(opt.Kernel.Noise, 0) || opt.Kernel.Skew < 0 || opt.Kernel.Decode < 0 {
 		fmt.Fprintf(stderr, "fakellm: --kernel-noise %v, --kernel-skew %d: want a finite number of nats from 0, and a token number from 1 (0: none)\n", opt.Kernel.Noise, opt.Kernel.Skew)
+		return 2
+	}
+	if opt.LoadMode != LoadIndependent && opt.LoadMode != LoadBatch && opt.LoadMode != LoadSerial || !(opt.BatchCost >= 0) || !(opt.PauseMS >= 0) {
+		fmt.Fprintf(stderr, "fakellm: --load-mode %q, --batch-cost %v, --serial-pause-ms %v: want batch or serial, and numbers from 0\n", opt.LoadMode, opt.BatchCost, opt.PauseMS)
 		return 2
 	}
 	opt.Rates, opt.FirstTokenMS = p.rates, p.firstMS

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
@@ -96,6 +97,17 @@ type Options struct {
 	// (Generate): the zero Kernel is the reference.
 	Kernel Kernel
 
+	// LoadMode is how requests that come at once are taken: LoadBatch,
+	// LoadSerial, or LoadIndependent. BatchCost is LoadBatch's slowdown for
+	// each other request decoding; PauseMS is LoadSerial's pause before a
+	// request that waited.
+	// Slots, when above 0, is answered on /props as total_slots, as
+	// llama-server says how many requests it decodes at once.
+	Slots     int
+	LoadMode  string
+	BatchCost float64
+	PauseMS   float64
+
 	NeverReady bool          // health answers 503 forever
 	ReadyAfter time.Duration // health answers 503 until then
 	HealthPath string        // default /health
@@ -120,6 +132,10 @@ type Server struct {
 	prompt  []string // the last request's prompt, for the prompt cache
 	logMu   sync.Mutex
 	started bool
+	// decoding is how many requests are streaming; serial takes one at a
+	// time under --load-mode serial.
+	decoding atomic.Int64
+	serial   fifo
 }
 
 // stats are Lemonade's figures of the last request.
@@ -149,6 +165,7 @@ func New(opt Options) *Server {
 		opt.HealthPath = p.health
 	}
 	s := &Server{opt: opt, p: p, start: time.Now()}
+	s.serial.pause = ms(opt.PauseMS)
 	s.logf("loading model %s", opt.Model)
 	if opt.Say != "" {
 		fmt.Fprintln(opt.Log, opt.Say)
@@ -180,6 +197,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(st)
 	case s.p.ps && path == "/api/ps":
 		s.ps(w)
+	case path == "/props" && s.opt.Slots > 0:
+		// llama-server's /props: its slots (tools/server/server.cpp).
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"total_slots":%d,"model_path":%q}`, s.opt.Slots, s.opt.Model)
 	case path == "/v1/models":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, s.opt.Model)
@@ -297,10 +318,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if s.opt.AnswerTokens > 0 && s.opt.AnswerTokens < req.MaxTokens {
 		finish = "stop"
 	}
+	if s.opt.LoadMode == LoadSerial {
+		if !s.serial.acquire(r.Context()) {
+			return
+		}
+		defer s.serial.release()
+	}
 	if !req.Stream {
 		s.whole(w, req, tokens, thinking, finish)
 		return
 	}
+	s.decoding.Add(1)
+	defer s.decoding.Add(-1)
 	s.stream(w, r, req, n, tokens, thinking, finish)
 }
 
@@ -427,7 +456,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 		return
 	}
 	first := time.Now()
-	nominal := s.rate(n)
+	nominal := s.batchRate(s.rate(n))
 	rate := nominal
 	if s.opt.Instant {
 		rate = 0

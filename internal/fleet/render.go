@@ -50,6 +50,9 @@ func figures(r *Row) string {
 	if a := agreement(r); a != "" {
 		parts = append(parts, "agreement "+a)
 	}
+	if l := report.LoadText(r.Result); l != "" {
+		parts = append(parts, "load "+l)
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -95,6 +98,17 @@ func (m *Merged) anyEnergy() bool {
 	return false
 }
 
+// anyLoad reports whether a row ran --load: the merged table then has a
+// load column.
+func (m *Merged) anyLoad() bool {
+	for i := range m.Rows {
+		if report.LoadText(m.Rows[i].Result) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // energyCell is a row's net joules per decoded token and its source, or
 // why there is none.
 func energyCell(r *Row) string {
@@ -131,16 +145,22 @@ func (m *Merged) Markdown(limit int, history *History) string {
 		icon = "✅"
 	}
 	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, report.Cell(m.Base, 100), m.Title())
-	refs, joules := m.anyReference(), m.anyEnergy()
+	refs, joules, loads := m.anyReference(), m.anyEnergy(), m.anyLoad()
 	b.WriteString("| model | device | verdict | median rate (floor) | first token (limit) | route | against the baseline |")
 	if refs {
 		b.WriteString(" agreement |")
+	}
+	if loads {
+		b.WriteString(" load |")
 	}
 	if joules {
 		b.WriteString(" energy |")
 	}
 	b.WriteString("\n|---|---|---|---:|---:|---|---|")
 	if refs {
+		b.WriteString("---|")
+	}
+	if loads {
 		b.WriteString("---|")
 	}
 	if joules {
@@ -172,6 +192,13 @@ func (m *Merged) Markdown(limit int, history *History) string {
 				agrees = "no reference"
 			}
 			base += " | " + agrees
+		}
+		if loads {
+			l := report.LoadText(r.Result)
+			if l == "" {
+				l = "—"
+			}
+			base += " | " + l
 		}
 		if joules {
 			base += " | " + energyCell(r)

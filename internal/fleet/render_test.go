@@ -140,3 +140,33 @@ func TestMarkdownEnergy(t *testing.T) {
 		t.Errorf("Markdown() with no sensor on any runner has an energy column:\n%s", md)
 	}
 }
+
+// A load column when any row ran --load; none otherwise.
+func TestMarkdownLoad(t *testing.T) {
+	loaded := resultAt(90)
+	loaded.Load = &judge.LoadRun{Limits: judge.LoadLimits{Streams: 4, Expect: judge.LoadSerial}}
+	loaded.LoadRounds = []judge.Round{{N: 1, Efficiency: 0.2, Concurrency: 0.8, WorstFirstMS: 3000}}
+	m := &Merged{Base: "npu serve smoke", Rows: []Row{
+		{Job: Job{"model": "a", "device": "npu"}, State: Pass, Result: loaded},
+		{Job: Job{"model": "b", "device": "npu"}, State: Pass, Result: resultAt(90)},
+	}}
+	md := m.Markdown(65536, nil)
+	for _, want := range []string{
+		"| route | against the baseline | load |\n|---|---|---|---:|---:|---|---|---|\n",
+		"| a | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | 4 streams, serial: η 0.20, 0.8 at once, worst first token 3000 ms (medians of 1 rounds) |\n",
+		"| b | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | — |\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
+	}
+	var con bytes.Buffer
+	m.Console(&con)
+	if !strings.Contains(con.String(), "route fast, load 4 streams, serial: η 0.20") {
+		t.Errorf("Console() = %q", con.String())
+	}
+	m.Rows = m.Rows[1:]
+	if md := m.Markdown(65536, nil); strings.Contains(md, "| load |") {
+		t.Errorf("Markdown() without --load has a load column:\n%s", md)
+	}
+}

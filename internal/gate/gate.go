@@ -236,6 +236,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 	}
 	a := &asker{g: g, ctx: ctx, proc: proc, out: out, prober: g.prober(base), base: base, order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed)}
 	g.askAll(res, a)
+	g.loadRounds(res, a, base)
 	return nil
 }
 

@@ -1,5 +1,6 @@
-// Package judge turns the evidence of one run into four assertions and a
-// verdict: route, rate, first-token and content.
+// Package judge turns the evidence of one run into its assertions and a
+// verdict: route, rate, first-token and content, and with their settings
+// baseline, agreement and load.
 //
 // It is pure: evidence and limits in, assertions out. It does no I/O, reads no
 // clock and touches no process state, so what it says can be checked by
@@ -124,6 +125,9 @@ type Input struct {
 	// Energy is what the runner's energy sensor said of the judged window;
 	// nil with --energy off.
 	Energy *Energy
+	// Load adds the load assertion when set: --load N's rounds of N
+	// streams at once, or why none was asked.
+	Load *LoadRun
 }
 
 // Assertion is one line of the verdict.
@@ -157,6 +161,9 @@ func Judge(in Input) Verdict {
 		if in.Reference != nil {
 			names = append(names, Agreement)
 		}
+		if in.Load != nil {
+			names = append(names, Load)
+		}
 		if in.Limits.MaxJoulesPerToken > 0 {
 			names = append(names, EnergyName)
 		}
@@ -175,6 +182,9 @@ func Judge(in Input) Verdict {
 		}
 		if in.Reference != nil {
 			as = append(as, judgeAgreement(in))
+		}
+		if in.Load != nil {
+			as = append(as, judgeLoad(in))
 		}
 		if a, ok := judgeEnergy(in.Energy, in.Limits); ok {
 			as = append(as, a)

@@ -143,6 +143,8 @@ func markdown(r *Result, withTail bool) string {
 		b.WriteString(chart(r))
 	}
 
+	b.WriteString(loadTable(r))
+
 	b.WriteString("\n| | |\n|---|---|\n")
 	row := func(k, v string) {
 		if v != "" {

@@ -64,6 +64,10 @@ type Result struct {
 	// figured from Replies at Limits.Lead; none for a run made before the
 	// rule.
 	Signs *judge.Signs `json:"signs,omitempty"`
+	// Load is --load N's rounds, each the N replies of streams started
+	// together, and LoadRounds their figures (derived).
+	Load       *judge.LoadRun `json:"load,omitempty"`
+	LoadRounds []judge.Round  `json:"load_rounds,omitempty"`
 	// Extra says how many replies were taken past --replies, and why.
 	Extra Extra `json:"extra"`
 	// Energy is what the runner's energy sensor said of the judged
@@ -193,6 +197,10 @@ func (r *Result) Pass() bool { return r.Verdict == Pass }
 func (r *Result) Judged(v judge.Verdict) {
 	r.SetIntervals()
 	r.Figures = FiguresOf(r.Replies)
+	r.LoadRounds = nil
+	if r.Load != nil {
+		r.LoadRounds = r.Load.Figures(judge.SingleOf(r.Replies))
+	}
 	if r.Run.Kind == KindReference {
 		v = NotJudged(v)
 	}
@@ -231,7 +239,8 @@ func NotJudged(v judge.Verdict) judge.Verdict {
 func (r *Result) Input() judge.Input {
 	return judge.Input{Route: r.Route, Witness: r.Witness, Replies: r.Replies, Limits: r.Limits, NoReplies: r.NoReplies, Baseline: r.Baseline,
 		Reference: r.Reference.Judge(), Energy: r.Energy,
-		Release: judge.Release{Survivors: r.Serve.Survivors, Left: r.Serve.Left, Lost: r.Hold.Lost, Stopped: r.Serve.SupervisorStopped}}
+		Release: judge.Release{Survivors: r.Serve.Survivors, Left: r.Serve.Left, Lost: r.Hold.Lost, Stopped: r.Serve.SupervisorStopped},
+		Load:    r.Load}
 }
 
 // Median is the median of the replies' figures that exist, for outputs and

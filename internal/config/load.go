@@ -1,0 +1,163 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+)
+
+// MaxLoad is the most streams --load asks at once: more is no smoke test.
+const MaxLoad = 64
+
+// PromptOverhead is the tokens a chat template adds around a prompt, at
+// most, as the context check counts them; a prompt's own tokens are counted
+// as its bytes over PromptBytesPerToken.
+const (
+	PromptOverhead      = 32
+	PromptBytesPerToken = 4
+)
+
+// LoadFirstToken is the worst first token a batching serve's round may
+// take: --load-first-token-ms, or twice --first-token-ms.
+func (c *Config) LoadFirstToken() float64 {
+	if c.LoadFirstTokenMS > 0 {
+		return c.LoadFirstTokenMS
+	}
+	return 2 * c.FirstTokenMS
+}
+
+// LoadLimits are the load assertion's limits; Streams 0 when --load is off.
+func (c *Config) LoadLimits() judge.LoadLimits {
+	expect := c.LoadExpect
+	if expect == "" {
+		expect = judge.LoadBatch
+	}
+	return judge.LoadLimits{Streams: c.Load, Expect: expect, Efficiency: c.LoadEfficiency, FirstTokenMS: c.LoadFirstToken(), MaxRounds: c.LoadMaxRounds}
+}
+
+// checkLoad checks --load and its settings, and, where the serve's words
+// (or the environment it inherits) say how many requests it was started to
+// decode at once, that --load does not ask more of a batching serve.
+func (c *Config) checkLoad(p *Plan) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Load == 0 {
+		return nil
+	}
+	if c.Load < 2 || c.Load > MaxLoad {
+		bad("--load %d: pass 0 (off) or 2 to %d streams at once", c.Load, MaxLoad)
+		return errs
+	}
+	if c.Kind == report.KindReference {
+		bad("--load %d: record makes a reference, whose figures are recorded, not judged; leave --load out", c.Load)
+	}
+	if c.LoadExpect != "" && c.LoadExpect != judge.LoadBatch && c.LoadExpect != judge.LoadSerial {
+		bad("--load-expect %q: pass batch (the serve decodes the streams together) or serial (it takes one request at a time)", c.LoadExpect)
+	}
+	if !(c.LoadEfficiency > 0 && c.LoadEfficiency <= 1) {
+		bad("--load-efficiency %v: pass a fraction above 0 and at most 1 of N single streams' rate, e.g. 0.5", c.LoadEfficiency)
+	}
+	if !(c.LoadFirstTokenMS >= 0) || math.IsInf(c.LoadFirstTokenMS, 0) {
+		bad("--load-first-token-ms %v: pass a positive number of milliseconds, or 0 for twice --first-token-ms", c.LoadFirstTokenMS)
+	}
+	if c.LoadMaxRounds < 1 || c.LoadMaxRounds%2 == 0 {
+		bad("--load-max-rounds %d: pass an odd number, 1 or more (at the cap the median round decides; an even count can tie), e.g. 11", c.LoadMaxRounds)
+	}
+	if len(p.Argv) == 0 {
+		return errs
+	}
+	slots, where := ServeSlots(c.Preset, p.Argv, os.Getenv)
+	if slots > 0 && c.Load > slots && c.LoadExpect != judge.LoadSerial {
+		bad("--load %d is above what the serve was started for: %s; pass --load %d or less, start the serve for %d, or --load-expect serial if it is meant to queue them",
+			c.Load, where, slots, c.Load)
+	}
+	if ctx, ok := wordValue(p.Argv, "-c", "--ctx-size"); ok && isLlamaServer(c.Preset, p.Argv) {
+		n, _ := strconv.Atoi(ctx)
+		if slots < 1 {
+			slots = 1
+		}
+		need := c.MaxTokens + PromptOverhead + longestPrompt(p)/PromptBytesPerToken
+		if n > 0 && n/slots < need {
+			bad("--serve: --ctx-size %d shared among %d slot(s) leaves %d tokens a request, fewer than --max-tokens %d and the longest prompt (about %d tokens): llama-server divides --ctx-size among its slots; pass --ctx-size %d or more",
+				n, slots, n/slots, c.MaxTokens, need-c.MaxTokens, need*slots)
+		}
+	}
+	return errs
+}
+
+// ServeSlots is how many requests the serve was started to decode at once,
+// where its words or its environment say so, and where that was read; 0
+// when they do not: llama-server's -np (--parallel), vLLM's --max-num-seqs,
+// Ollama's OLLAMA_NUM_PARALLEL (in an env word of --serve, or the gate's
+// own environment, which the serve inherits).
+func ServeSlots(preset string, argv []string, getenv func(string) string) (int, string) {
+	if v, ok := wordValue(argv, "-np", "--parallel"); ok && isLlamaServer(preset, argv) {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n, fmt.Sprintf("-np %d in --serve (llama-server's slots)", n)
+		}
+	}
+	if v, ok := wordValue(argv, "--max-num-seqs"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n, fmt.Sprintf("--max-num-seqs %d in --serve (vLLM's sequences at once)", n)
+		}
+	}
+	if preset == "ollama" || slicesHasBase(argv, "ollama") {
+		v, where := "", ""
+		for _, w := range argv {
+			if val, ok := strings.CutPrefix(w, "OLLAMA_NUM_PARALLEL="); ok {
+				v, where = val, "in --serve"
+			}
+		}
+		if where == "" {
+			v, where = getenv("OLLAMA_NUM_PARALLEL"), "in the environment the serve inherits"
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
+			return n, fmt.Sprintf("OLLAMA_NUM_PARALLEL=%d %s (Ollama's requests at once)", n, where)
+		}
+	}
+	return 0, ""
+}
+
+// wordValue is the value of the first of names among argv: "-np 4" or
+// "-np=4".
+func wordValue(argv []string, names ...string) (string, bool) {
+	for i, w := range argv {
+		for _, name := range names {
+			if w == name && i+1 < len(argv) {
+				return argv[i+1], true
+			}
+			if v, ok := strings.CutPrefix(w, name+"="); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+func isLlamaServer(preset string, argv []string) bool {
+	return preset == "llama.cpp" || slicesHasBase(argv, "llama-server")
+}
+
+func slicesHasBase(argv []string, name string) bool {
+	for _, w := range argv {
+		if filepath.Base(w) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// longestPrompt is the longest prompt's bytes, with the load's salt.
+func longestPrompt(p *Plan) int {
+	n := 0
+	for _, pr := range p.Prompts {
+		n = max(n, len(pr.Prompt))
+	}
+	return n + 64
+}

@@ -1,0 +1,471 @@
+package judge
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// stream is a reply to a request written at startMS after epoch, whose
+// first token came firstMS after it and whose tokens then came one a chunk
+// at rate tok/s.
+func stream(n int, startMS, firstMS, rate float64, tokens int) measure.Reply {
+	r := reply(n, rate, firstMS, tokens, "The capital of France is Paris, a city on the Seine.")
+	r.T0 = epoch.Add(time.Duration(startMS * float64(time.Millisecond)))
+	for i := range tokens {
+		r.Arrivals = append(r.Arrivals, measure.Arrival{MS: firstMS + float64(i)/rate*1000, Chunks: 1})
+	}
+	return r
+}
+
+// single are three single-stream replies at 100 tok/s, first token 200 ms,
+// 128 tokens: a whole reply of 1471 ms.
+var single = []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 200, 100, 128), stream(3, 0, 200, 100, 128)}
+
+// batched is a round of n streams started together, each at rate.
+func batched(n int, rate, firstMS float64) []measure.Reply {
+	var rs []measure.Reply
+	for i := range n {
+		rs = append(rs, stream(i+1, 0, firstMS, rate, 128))
+	}
+	return rs
+}
+
+// serialised is a round of n streams sent together and answered one after
+// another at the full rate, pauseMS between a reply's end and the next one's
+// prefill.
+func serialised(n int, pauseMS float64) []measure.Reply {
+	var rs []measure.Reply
+	at := 0.0
+	for i := range n {
+		first := at + 200
+		rs = append(rs, stream(i+1, 0, first, 100, 128))
+		at = first + 127*10 + pauseMS
+	}
+	return rs
+}
+
+func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+
+func TestRoundBatched(t *testing.T) {
+	rd := RoundOf(1, batched(4, 80, 250), 100)
+	if rd.Conservative || rd.Failed != "" {
+		t.Fatalf("round %+v: want a window where all decode", rd)
+	}
+	if !near(rd.Aggregate, 320, 0.5) || !near(rd.Efficiency, 0.8, 0.002) || !near(rd.Concurrency, 4, 0.001) {
+		t.Errorf("aggregate %.2f, η %.3f, concurrency %.3f; want 320, 0.8, 4", rd.Aggregate, rd.Efficiency, rd.Concurrency)
+	}
+	if rd.WorstFirstMS != 250 || rd.Gaps != 0 || len(rd.Rates) != 4 || !near(rd.Rates[0], 80, 1e-9) {
+		t.Errorf("worst %v, gaps %d, rates %v", rd.WorstFirstMS, rd.Gaps, rd.Rates)
+	}
+}
+
+// A serve that runs the streams one after another at the full rate: the sum
+// of the streams' rates (400 tok/s, η 1.0) would call it perfect; the round
+// says it decoded one at a time.
+func TestRoundSerialisedIsNotTheSumOfRates(t *testing.T) {
+	rd := RoundOf(1, serialised(4, 0), 100)
+	sum := 0.0
+	for _, v := range rd.Rates {
+		sum += v
+	}
+	if !near(sum, 400, 0.01) {
+		t.Fatalf("the streams' rates sum to %.1f; the test wants 400", sum)
+	}
+	if !rd.Conservative || rd.WindowMS != 0 {
+		t.Errorf("round %+v: no window where all decode, want the conservative estimate", rd)
+	}
+	// 4 x 127 tokens over 4 x 1270 ms of decode and 3 x 200 ms of prefill.
+	if want := 508 / (5680.0 / 1000); !near(rd.Aggregate, want, 0.01) || !near(rd.Efficiency, want/400, 0.001) {
+		t.Errorf("aggregate %.2f, η %.3f; want %.2f, %.3f", rd.Aggregate, rd.Efficiency, want, want/400)
+	}
+	if !near(rd.Concurrency, 5080.0/5680, 0.001) {
+		t.Errorf("concurrency %.3f, want %.3f", rd.Concurrency, 5080.0/5680)
+	}
+	if rd.Gaps != 3 || !near(rd.GapMS, 200, 0.01) || rd.WorstFirstMS != 200+3*1470 {
+		t.Errorf("gaps %d of median %.1f ms, worst first %.0f", rd.Gaps, rd.GapMS, rd.WorstFirstMS)
+	}
+}
+
+// A serve that counts two tokens a chunk: each chunk in the window counts
+// both.
+func TestRoundTokensPerChunk(t *testing.T) {
+	rs := batched(4, 80, 250)
+	for i := range rs {
+		rs[i].CompletionTokens = ptr(256)
+	}
+	if rd := RoundOf(1, rs, 100); !near(rd.Aggregate, 640, 1) {
+		t.Errorf("aggregate %.1f, want 640", rd.Aggregate)
+	}
+}
+
+// Streams of very different lengths share too short a window: the round is
+// figured over its whole span, and says so.
+func TestRoundLengthsDiffer(t *testing.T) {
+	rs := batched(3, 100, 200)
+	rs = append(rs, stream(4, 0, 200, 100, 4)) // 30 ms of decode
+	rd := RoundOf(1, rs, 100)
+	if !rd.Conservative || !near(rd.WindowMS, 30, 1e-6) {
+		t.Fatalf("round %+v: want conservative, window 30 ms", rd)
+	}
+	if want := float64(3*127+3) / 1.27; !near(rd.Aggregate, want, 0.01) {
+		t.Errorf("aggregate %.2f, want %.2f", rd.Aggregate, want)
+	}
+	// At the edge: a window of exactly MinWindow of the median span is read.
+	rs = batched(2, 100, 200)
+	rs[1].T0 = rs[1].T0.Add(635 * time.Millisecond) // half of 1270 ms overlaps
+	if rd := RoundOf(1, rs, 100); rd.Conservative || !near(rd.WindowMS, 635, 1e-6) {
+		t.Errorf("round %+v: a window of half the span is read", rd)
+	}
+	rs[1].T0 = rs[1].T0.Add(time.Millisecond)
+	if rd := RoundOf(1, rs, 100); !rd.Conservative {
+		t.Errorf("round %+v: a window under half the span is not read", rd)
+	}
+}
+
+// Replies recorded without arrivals are taken as clean: their tokens spread
+// evenly from the first to the last.
+func TestRoundWithoutArrivals(t *testing.T) {
+	rs := batched(2, 100, 200)
+	rs[1].Arrivals = nil
+	rs[1].T0 = rs[1].T0.Add(300 * time.Millisecond)
+	rd := RoundOf(1, rs, 100)
+	// The window: 970 ms, in which stream 1 sent 97 tokens and stream 2
+	// 127 x 970/1270.
+	if want := (97 + 127*970.0/1270) / 0.97; rd.Conservative || !near(rd.Aggregate, want, 0.01) {
+		t.Errorf("aggregate %.3f, want %.3f (round %+v)", rd.Aggregate, want, rd)
+	}
+}
+
+// A reply whose chunk count says less than its arrivals (a file written by
+// hand) counts its arrivals' chunks: no token is counted twice, and no rate
+// is infinite.
+func TestRoundChunksFromArrivals(t *testing.T) {
+	rs := batched(4, 80, 250)
+	want := RoundOf(1, rs, 100).Aggregate
+	for i := range rs {
+		rs[i].Chunks = 0
+	}
+	if got := RoundOf(1, rs, 100).Aggregate; !near(got, want, 1e-9) {
+		t.Errorf("aggregate %v with no chunk count, %v with it", got, want)
+	}
+}
+
+// Most streams of one token (no decode span): no window, whatever the median
+// span, and a finite aggregate.
+func TestRoundMostlyOneToken(t *testing.T) {
+	rs := []measure.Reply{stream(1, 0, 200, 100, 1), stream(2, 0, 200, 100, 1), stream(3, 0, 200, 100, 1), stream(4, 0, 200, 100, 128)}
+	rd := RoundOf(1, rs, 100)
+	if !rd.Conservative || rd.WindowMS != 0 || !near(rd.Aggregate, 100, 1e-9) {
+		t.Errorf("round %+v: want conservative, no window, 127 tokens over 1.27 s", rd)
+	}
+}
+
+func TestRoundFailures(t *testing.T) {
+	rs := batched(3, 100, 200)
+	rs[1] = measure.Reply{N: 2, T0: epoch, Error: "HTTP 503: server busy\x1b[2J"}
+	rd := RoundOf(2, rs, 100)
+	if rd.Failed != `stream 2 failed: "HTTP 503: server busy\x1b[2J"` {
+		t.Errorf("failed %q", rd.Failed)
+	}
+	// The streams after a failed one still give their figures.
+	rs[2].FirstMS = ptr(900.0)
+	if rd := RoundOf(2, rs, 100); len(rd.Rates) != 3 || len(rd.FirstMS) != 2 || rd.WorstFirstMS != 900 {
+		t.Errorf("rates %v, first %v, worst %v: the streams after the failed one are left out", rd.Rates, rd.FirstMS, rd.WorstFirstMS)
+	}
+	rs[2] = stream(3, 0, 200, 100, 128)
+	rs[1] = measure.Reply{N: 2, T0: epoch, EndMS: 5}
+	if rd := RoundOf(2, rs, 100); rd.Failed != "stream 2: no content arrived" {
+		t.Errorf("failed %q", rd.Failed)
+	}
+	rs[1] = stream(2, 0, 200, 100, 128)
+	rs[1].LastMS = nil
+	if rd := RoundOf(2, rs, 100); rd.Failed != "stream 2: no content arrived" || len(rd.Rates) != 3 || len(rd.FirstMS) != 3 {
+		t.Errorf("a first token and no last: failed %q, rates %v, first %v", rd.Failed, rd.Rates, rd.FirstMS)
+	}
+	// Two failures: the first is named, and the streams after still count.
+	rs[0] = measure.Reply{N: 1, T0: epoch, Error: "first"}
+	if rd := RoundOf(2, rs, 100); rd.Failed != `stream 1 failed: "first"` || len(rd.Rates) != 3 || len(rd.FirstMS) != 2 {
+		t.Errorf("failed %q, rates %v, first %v", rd.Failed, rd.Rates, rd.FirstMS)
+	}
+	if rd := RoundOf(1, nil, 100); rd.Failed != "no stream was asked" {
+		t.Errorf("failed %q", rd.Failed)
+	}
+	burst := []measure.Reply{stream(1, 0, 200, 100, 1), stream(2, 0, 200, 100, 1)}
+	if rd := RoundOf(1, burst, 100); !strings.Contains(rd.Failed, "one burst") {
+		t.Errorf("failed %q", rd.Failed)
+	}
+	if rd := RoundOf(1, batched(2, 50, 200), 0); rd.Efficiency != 0 || rd.Failed != "" {
+		t.Errorf("no single rate: η %v, failed %q", rd.Efficiency, rd.Failed)
+	}
+}
+
+func TestSingleOf(t *testing.T) {
+	rs := append([]measure.Reply{}, single...)
+	rs = append(rs, measure.Reply{N: 4, Error: "boom", EndMS: 99999})
+	s := SingleOf(rs)
+	if !near(s.Rate, 100, 1e-9) || s.FirstMS != 200 || !near(s.ReplyMS, 1471, 1e-9) {
+		t.Errorf("single %+v", s)
+	}
+}
+
+var batchLimits = LoadLimits{Streams: 4, Expect: LoadBatch, Efficiency: 0.5, FirstTokenMS: 1200, MaxRounds: 11}
+
+func loadInput(l LoadLimits, rounds ...[]measure.Reply) Input {
+	lim := limits
+	lim.Lead = 3
+	return Input{Route: Evidence{Fast: &Match{Text: "fast", Line: 1}}, Replies: single, Limits: lim, Load: &LoadRun{Limits: l, Rounds: rounds}}
+}
+
+func loadRow(t *testing.T, in Input) Assertion {
+	t.Helper()
+	v := Judge(in)
+	a := v.Assertions[len(v.Assertions)-1]
+	if a.Name != Load {
+		t.Fatalf("last assertion %q, want load", a.Name)
+	}
+	return a
+}
+
+func TestJudgeLoadBatch(t *testing.T) {
+	r := batched(4, 80, 250)
+	a := loadRow(t, loadInput(batchLimits, r, r, r))
+	if !a.OK {
+		t.Fatalf("a batching serve at η 0.8 fails: %s", a.Detail)
+	}
+	for _, want := range []string{"4 streams asked, 4.0 decoding at once: η 0.80 (floor 0.50)", "round 1 η 0.80, 4.0 at once, aggregate 320.0 tok/s, per stream 80.0/80.0/80.0/80.0 tok/s, worst first token 250 ms",
+		"median 250 ms (limit 1200)", "signs: 3 meet the efficiency floor, 0 miss it: decided", "p95 over 12 streams, descriptive, not judged: first token 250 ms, per-token time 12.5 ms", "single-stream median 100.0 tok/s"} {
+		if !strings.Contains(a.Detail, want) {
+			t.Errorf("detail lacks %q:\n%s", want, a.Detail)
+		}
+	}
+	// Slow to start: the worst first token fails the row alone.
+	slow := batched(4, 80, 1300)
+	if a := loadRow(t, loadInput(batchLimits, slow, slow, slow)); a.OK || !strings.Contains(a.Detail, "the worst first token of a round, median 1300 ms, is above --load-first-token-ms 1200") {
+		t.Errorf("first token above the limit: ok %v, %s", a.OK, a.Detail)
+	}
+	// At the limits exactly: both met.
+	edge := batched(4, 50, 1200)
+	if a := loadRow(t, loadInput(batchLimits, edge)); !a.OK {
+		t.Errorf("η 0.5 and 1200 ms at the limits fail: %s", a.Detail)
+	}
+}
+
+func TestJudgeLoadBatchServeRanThemOneAtATime(t *testing.T) {
+	r := serialised(4, 0)
+	l := batchLimits
+	l.FirstTokenMS = 1e6
+	a := loadRow(t, loadInput(l, r, r, r))
+	if a.OK || !strings.HasPrefix(a.Detail, "4 streams asked, 0.9 decoding at once: the serve ran them one at a time (η 0.22, floor 0.50)") {
+		t.Errorf("ok %v: %s", a.OK, a.Detail)
+	}
+	if !strings.Contains(a.Detail, "aggregate 89.4 tok/s (conservative: all decoded together for 0 of 5680 ms") {
+		t.Errorf("the conservative estimate is not said: %s", a.Detail)
+	}
+	// Two at a time of four: below the floor, not one at a time.
+	half := append(batched(2, 100, 200), stream(3, 0, 1480, 100, 128), stream(4, 0, 1480, 100, 128))
+	l.Efficiency = 0.6
+	if a := loadRow(t, loadInput(l, half)); a.OK || !strings.HasPrefix(a.Detail, "4 streams asked, 2.0 decoding at once: together they decode at η 0.50 of 4 single streams, below the floor 0.60") {
+		t.Errorf("ok %v: %s", a.OK, a.Detail)
+	}
+}
+
+func TestJudgeLoadSerial(t *testing.T) {
+	l := LoadLimits{Streams: 4, Expect: LoadSerial, Efficiency: 0.5, FirstTokenMS: 1200, MaxRounds: 11}
+	r := serialised(4, 333)
+	a := loadRow(t, loadInput(l, r, r, r))
+	// (4 - 1) x 1471 + 600, and half again: 7519.5 ms.
+	if !a.OK {
+		t.Fatalf("a serialising serve expected serial fails: %s", a.Detail)
+	}
+	for _, want := range []string{"4 streams asked, 0.8 decoding at once (serial expected): every request completed, the worst first token, median 5609 ms over the rounds, within the first-in-first-out bound 7520 ms ((4 - 1) x a single reply's 1471 ms + --first-token-ms 600, +50%)",
+		"the serve's pause between requests: median 533 ms from one stream's last token to the next one's first (9 gaps), 333 ms beyond a single reply's first token",
+		"signs: 3 meet the bound, 0 miss it: decided"} {
+		if !strings.Contains(a.Detail, want) {
+			t.Errorf("detail lacks %q:\n%s", want, a.Detail)
+		}
+	}
+	// A queue that waits far longer than first in, first out.
+	slow := serialised(4, 3000)
+	if a := loadRow(t, loadInput(l, slow)); a.OK || !strings.Contains(a.Detail, "the queue took longer than first in, first out allows: the worst first token, median 13610 ms over the rounds, is above the first-in-first-out bound 7520 ms") {
+		t.Errorf("ok %v: %s", a.OK, a.Detail)
+	}
+	// Streams that overlap: no pause to measure.
+	b := batched(4, 100, 200)
+	if a := loadRow(t, loadInput(l, b)); !a.OK || !strings.Contains(a.Detail, "no stream began after another ended: no pause between requests to measure") {
+		t.Errorf("ok %v: %s", a.OK, a.Detail)
+	}
+}
+
+func TestJudgeLoadFailures(t *testing.T) {
+	r := batched(4, 80, 250)
+	bad := batched(4, 80, 250)
+	bad[2] = measure.Reply{N: 3, T0: epoch, Error: "HTTP 429: queue full\n<b>"}
+	a := loadRow(t, loadInput(batchLimits, r, bad))
+	if a.OK || !strings.HasPrefix(a.Detail, `4 streams asked at once, and a request failed under load: round 2: stream 3 failed: "HTTP 429: queue full\n<b>" (each: round 1 η 0.80`) {
+		t.Errorf("ok %v: %s", a.OK, a.Detail)
+	}
+	if a := loadRow(t, loadInput(batchLimits, bad[2:3])); !strings.Contains(a.Detail, "(each: round 1 failed; p95 over 0 streams, descriptive, not judged: first token 0 ms, per-token time none)") {
+		t.Errorf("no figures: %s", a.Detail)
+	}
+	if a := loadRow(t, loadInput(batchLimits, bad, r, bad)); !strings.Contains(a.Detail, "round 1: stream 3 failed") || !strings.Contains(a.Detail, "round 3: stream 3 failed") {
+		t.Errorf("every failed round is not named: %s", a.Detail)
+	} else if !strings.Contains(a.Detail, "round 1 failed; round 2 η 0.80") {
+		t.Errorf("the rounds after a failed one are not listed: %s", a.Detail)
+	}
+	if !strings.Contains(a.Detail, "round 2 failed") {
+		t.Errorf("the failed round is not in the figures: %s", a.Detail)
+	}
+	in := loadInput(batchLimits)
+	in.Load.Skipped = "the single-stream assertions failed first (rate)"
+	if a := loadRow(t, in); a.OK || a.Detail != "not measured: the single-stream assertions failed first (rate)" {
+		t.Errorf("skipped: ok %v: %s", a.OK, a.Detail)
+	}
+	in.Load.Skipped = ""
+	if a := loadRow(t, in); a.OK || a.Detail != "not measured: no round was asked" {
+		t.Errorf("none: ok %v: %s", a.OK, a.Detail)
+	}
+	in = loadInput(batchLimits, r)
+	in.Replies = []measure.Reply{{N: 1, Error: "boom"}}
+	if a := loadRow(t, in); a.OK || !strings.HasPrefix(a.Detail, "no single-stream decode rate") {
+		t.Errorf("no single rate: ok %v: %s", a.OK, a.Detail)
+	}
+	in.Replies = nil
+	in.NoReplies = "never ready"
+	if a := loadRow(t, in); a.OK || a.Detail != "no replies: never ready" {
+		t.Errorf("no replies: ok %v: %s", a.OK, a.Detail)
+	}
+	in.Load = nil
+	if v := Judge(in); v.Assertions[len(v.Assertions)-1].Name == Load {
+		t.Errorf("no --load, yet a load row")
+	}
+}
+
+// The rounds stop as the replies do: a count decided by --lead, a failed
+// round, or --load-max-rounds; at the cap the median decides.
+func TestLoadStop(t *testing.T) {
+	s := SingleOf(single)
+	good, slow := RoundOf(1, batched(4, 80, 250), s.Rate), RoundOf(1, batched(4, 20, 250), s.Rate)
+	failed := Round{Failed: "stream 1 failed"}
+	for _, tc := range []struct {
+		name   string
+		rounds []Round
+		l      LoadLimits
+		stop   bool
+	}{
+		{"none", nil, batchLimits, false},
+		{"two meet", []Round{good, good}, batchLimits, false},
+		{"three meet", []Round{good, good, good}, batchLimits, true},
+		{"three miss", []Round{slow, slow, slow}, batchLimits, true},
+		{"split", []Round{good, slow, good, slow}, batchLimits, false},
+		{"failed", []Round{failed}, batchLimits, true},
+		{"cap", []Round{good, slow}, LoadLimits{Streams: 4, Expect: LoadBatch, Efficiency: 0.5, FirstTokenMS: 1200, MaxRounds: 2}, true},
+		// η decided, the first token not: a batching serve slow to start
+		// half the time.
+		{"first token open", []Round{good, good, good, withWorst(good, 5000)}, batchLimits, false},
+		// Serial: only the first token counts.
+		{"serial", []Round{slow, slow, slow}, LoadLimits{Streams: 4, Expect: LoadSerial, MaxRounds: 11}, true},
+	} {
+		if got := LoadStop(tc.rounds, tc.l, s, 600, 3); got != tc.stop {
+			t.Errorf("%s: stop %v, want %v", tc.name, got, tc.stop)
+		}
+	}
+	// At the cap the median round decides: close to the efficiency floor.
+	l := batchLimits
+	l.MaxRounds = 3
+	r, low := batched(4, 80, 250), batched(4, 20, 250)
+	a := loadRow(t, loadInput(l, r, low, r))
+	if !a.OK || !strings.Contains(a.Detail, "close to the efficiency floor: 2 meet it, 1 miss it, a lead of 1, short of --lead 3") {
+		t.Errorf("at the cap: ok %v: %s", a.OK, a.Detail)
+	}
+	if a := loadRow(t, loadInput(l, r)); !strings.Contains(a.Detail, "too few rounds (1) to reach --lead 3") {
+		t.Errorf("one round: %s", a.Detail)
+	}
+}
+
+func withWorst(rd Round, ms float64) Round {
+	rd.WorstFirstMS = ms
+	return rd
+}
+
+func TestP95(t *testing.T) {
+	if P95(nil) != 0 {
+		t.Error("p95 of nothing")
+	}
+	var xs []float64
+	for i := range 20 {
+		xs = append(xs, float64(20-i))
+	}
+	// Nearest rank: the 19th of 20.
+	if got := P95(xs); got != 19 {
+		t.Errorf("p95 %v, want 19", got)
+	}
+	if got := P95([]float64{3}); got != 3 {
+		t.Errorf("p95 %v, want 3", got)
+	}
+}
+
+func TestFIFOBound(t *testing.T) {
+	if got := FIFOBound(4, Single{ReplyMS: 1000}, 600); got != 1.5*3600 {
+		t.Errorf("bound %v, want 5400", got)
+	}
+}
+
+// The edges: 1.5 decoding at once is not one at a time; a worst first token
+// at the FIFO bound is within it.
+func TestJudgeLoadEdges(t *testing.T) {
+	l := batchLimits
+	l.Efficiency, l.Streams = 0.6, 3
+	r := append(batched(2, 100, 200), stream(3, 0, 1470, 100, 128))
+	if rd := RoundOf(1, r, 100); rd.Concurrency != 1.5 {
+		t.Fatalf("concurrency %v, the test wants 1.5", rd.Concurrency)
+	}
+	if a := loadRow(t, loadInput(l, r)); a.OK || !strings.HasPrefix(a.Detail, "3 streams asked, 1.5 decoding at once: together they decode at η 0.50 of 3 single streams, below the floor 0.60") {
+		t.Errorf("ok %v: %s", a.OK, a.Detail)
+	}
+	serial := LoadLimits{Streams: 4, Expect: LoadSerial, MaxRounds: 11}
+	in := loadInput(serial, batched(4, 100, 7500))
+	// (4 - 1) x 1471 + 587 = 5000, and half again: 7500.
+	in.Limits.FirstTokenMS = 587
+	if a := loadRow(t, in); !a.OK || !strings.Contains(a.Detail, "median 7500 ms over the rounds, within the first-in-first-out bound 7500 ms") {
+		t.Errorf("at the bound: ok %v: %s", a.OK, a.Detail)
+	}
+	in.Limits.FirstTokenMS = 586
+	if a := loadRow(t, in); a.OK {
+		t.Errorf("past the bound: ok %v: %s", a.OK, a.Detail)
+	}
+}
+
+// A round's signs at the limits exactly: η at the floor and the worst first
+// token at the limit meet them; a failed round counts no sign, and the
+// rounds after it still do.
+func TestLoadSignsOf(t *testing.T) {
+	s := SingleOf(single)
+	at := Round{Efficiency: 0.5, WorstFirstMS: 1200}
+	below := Round{Efficiency: 0.49, WorstFirstMS: 1201}
+	signs, failed := LoadSignsOf([]Round{{Failed: "x"}, at, below}, batchLimits, s, 600, 3)
+	if !failed || signs.Efficiency == nil || signs.Efficiency.Meet != 1 || signs.Efficiency.Miss != 1 || signs.FirstToken.Meet != 1 || signs.FirstToken.Miss != 1 {
+		t.Errorf("signs %+v, %+v, failed %v", signs.Efficiency, signs.FirstToken, failed)
+	}
+	serial := LoadLimits{Streams: 4, Expect: LoadSerial}
+	bound := FIFOBound(4, s, 600)
+	signs, failed = LoadSignsOf([]Round{{WorstFirstMS: bound}, {WorstFirstMS: bound + 1}}, serial, s, 600, 3)
+	if failed || signs.Efficiency != nil || signs.FirstToken.Meet != 1 || signs.FirstToken.Miss != 1 {
+		t.Errorf("serial signs %+v, %+v, failed %v", signs.Efficiency, signs.FirstToken, failed)
+	}
+}
+
+// Streams back to back, the next first token as the last one's last: no
+// gap between them.
+func TestRoundNoGap(t *testing.T) {
+	rs := []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 1470, 100, 128), stream(3, 0, 2840, 100, 128)}
+	rd := RoundOf(1, rs, 100)
+	if rd.Gaps != 1 || !near(rd.GapMS, 100, 1e-9) {
+		t.Errorf("gaps %d of %.1f ms, want 1 of 100 (the first two are back to back)", rd.Gaps, rd.GapMS)
+	}
+}
