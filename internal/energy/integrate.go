@@ -254,3 +254,52 @@ func joinWhy(whys []string) string {
 	}
 	return s
 }
+
+// RoundWindow is a load round's span and the tokens its streams decoded.
+type RoundWindow struct {
+	N          int
+	Start, End time.Time
+	Tokens     int
+}
+
+// RoundFigures are the energy figures of each load round, from the same
+// readings, net of idleW (the judged window's idle power; nil: gross only).
+func RoundFigures(info Info, s []Sample, rounds []RoundWindow, idleW *float64) []judge.EnergyRound {
+	if len(rounds) == 0 {
+		return nil
+	}
+	sr, err := prepare(info, s)
+	var out []judge.EnergyRound
+	for _, r := range rounds {
+		e := judge.EnergyRound{N: r.N, Tokens: r.Tokens}
+		if err != nil {
+			e.Why = err.Error()
+			out = append(out, e)
+			continue
+		}
+		j, jerr := sr.joules(r.Start, r.End)
+		if jerr != nil {
+			e.Why = jerr.Error()
+			out = append(out, e)
+			continue
+		}
+		window := r.End.Sub(r.Start).Seconds()
+		e.WindowS, e.Joules = &window, &j
+		if r.Tokens > 0 {
+			g := j / float64(r.Tokens)
+			e.GrossJPerToken = &g
+			if idleW != nil {
+				n := (j - *idleW*window) / float64(r.Tokens)
+				e.NetJPerToken = &n
+			}
+		}
+		for _, v := range []**float64{&e.WindowS, &e.Joules, &e.GrossJPerToken, &e.NetJPerToken} {
+			if *v != nil && (math.IsNaN(**v) || math.IsInf(**v, 0)) {
+				*v = nil
+				e.Why = "not finite, dropped"
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}

@@ -251,3 +251,47 @@ func TestPeriod(t *testing.T) {
 		t.Errorf("changes every 250 ms: %v", p)
 	}
 }
+
+// TestRoundFigures: each load round's joules over its own span, net of the
+// idle power; a round the readings do not cover says why; no idle power
+// gives gross only.
+func TestRoundFigures(t *testing.T) {
+	info := Info{Name: "c", Quantity: Counter}
+	// 10 W throughout, 100 W within [2, 3).
+	d := device{idle: 10, busy: 100, busyFrom: 2, busyTo: 3, period: 0.01, poll: 0.01}
+	s := d.samples(false, 5)
+	idle := 10.0
+	got := RoundFigures(info, s, []RoundWindow{{N: 1, Start: at(2), End: at(3), Tokens: 90}, {N: 2, Start: at(4), End: at(9), Tokens: 10}}, &idle)
+	if len(got) != 2 {
+		t.Fatalf("%d rounds", len(got))
+	}
+	r := got[0]
+	if r.N != 1 || r.Joules == nil || math.Abs(*r.Joules-100) > 1.5 || r.NetJPerToken == nil || math.Abs(*r.NetJPerToken-1) > 0.02 || r.GrossJPerToken == nil || math.Abs(*r.GrossJPerToken-100.0/90) > 0.02 {
+		t.Errorf("round 1: %+v (joules %v, net %v)", r, deref(r.Joules), deref(r.NetJPerToken))
+	}
+	if got[1].Joules != nil || !strings.Contains(got[1].Why, "no move of the counter after the span's end") {
+		t.Errorf("round 2 past the readings: %+v", got[1])
+	}
+	gross := RoundFigures(info, s, []RoundWindow{{N: 1, Start: at(2), End: at(3), Tokens: 90}}, nil)
+	if gross[0].NetJPerToken != nil || gross[0].GrossJPerToken == nil {
+		t.Errorf("no idle power: %+v", gross[0])
+	}
+	none := RoundFigures(info, s, []RoundWindow{{N: 1, Start: at(2), End: at(3)}}, &idle)
+	if none[0].GrossJPerToken != nil || none[0].Joules == nil {
+		t.Errorf("no tokens: %+v", none[0])
+	}
+	if RoundFigures(info, s, nil, &idle) != nil {
+		t.Error("no rounds: figures")
+	}
+	bad := RoundFigures(info, nil, []RoundWindow{{N: 1, Start: at(2), End: at(3)}}, &idle)
+	if bad[0].Why == "" || bad[0].Joules != nil {
+		t.Errorf("no readings: %+v", bad[0])
+	}
+}
+
+func deref(v *float64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}

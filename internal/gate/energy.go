@@ -6,6 +6,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
@@ -15,6 +16,7 @@ type energyRun struct {
 	passed     []string
 	idle       time.Duration
 	idleBefore [2]time.Time
+	idleAfter  [2]time.Time
 }
 
 // maxIdleSpan bounds an idle span stretched to the sensor's ten periods.
@@ -61,46 +63,90 @@ func idleSpan(ctx context.Context, d time.Duration) [2]time.Time {
 	return [2]time.Time{t0, time.Now()}
 }
 
-// finishEnergy reads the idle power after the last judged reply, waits for
-// a counter to move past the window's end, stops the readings and puts the
-// figures of the judged window in res.Energy: the first judged request
-// written to the last judged reply's end.
+// idleAfter reads the serve's idle power once the last judged reply has
+// ended, before anything else is asked of it (the load rounds).
+func (g *Gate) idleAfter(ctx context.Context, res *report.Result, e *energyRun) {
+	if e != nil && e.idle > 0 && len(res.Replies) > 0 {
+		e.idleAfter = idleSpan(ctx, e.idle)
+	}
+}
+
+// finishEnergy waits for a counter to move past the last reading's end,
+// stops the readings and puts the figures in res.Energy: the judged window
+// (the first judged request written to the last judged reply's end), and
+// with --load each round's (its first request written to its last
+// stream's end), net of the idle power read around the judged window.
 func (g *Gate) finishEnergy(ctx context.Context, res *report.Result, e *energyRun) {
 	if e == nil {
 		return
 	}
-	w := energy.Window{IdleBefore: e.idleBefore}
-	tokens := 0
-	for i := range res.Replies {
-		r := &res.Replies[i]
-		if i == 0 {
-			w.Start = r.T0
+	w := energy.Window{IdleBefore: e.idleBefore, IdleAfter: e.idleAfter}
+	w.Start, w.End, _ = span(res.Replies)
+	tokens := tokensOf(res.Replies)
+	var rounds []energy.RoundWindow
+	if res.Load != nil {
+		for n, replies := range res.Load.Rounds {
+			if rw, ok := roundWindow(n+1, replies); ok {
+				rounds = append(rounds, rw)
+			}
 		}
-		w.End = r.T0.Add(time.Duration(r.EndMS * float64(time.Millisecond)))
-		if r.Error == "" {
-			n, _ := r.Tokens()
-			tokens += n
-		}
-	}
-	if e.idle > 0 && len(res.Replies) > 0 {
-		w.IdleAfter = idleSpan(ctx, e.idle)
 	}
 	// A counter's value at the last span's end is known once it moved.
 	last := w.End
-	if !w.IdleAfter[1].IsZero() {
+	if w.IdleAfter[1].After(last) {
 		last = w.IdleAfter[1]
 	}
+	for _, r := range rounds {
+		if r.End.After(last) {
+			last = r.End
+		}
+	}
 	info := e.meter.Info()
-	wait := max(3*info.Period, time.Second)
-	e.meter.WaitChange(ctx, last, wait)
+	e.meter.WaitChange(ctx, last, max(3*info.Period, time.Second))
 	samples, readErr := e.meter.Stop()
 	var f judge.Energy
 	if len(res.Replies) == 0 {
 		f = judge.Energy{Source: info.Name, Quantity: info.Quantity, Boundary: info.Boundary, Method: info.Method, Why: "no judged reply: no window to measure"}
 	} else {
 		f = energy.Figures(info, samples, readErr, w, tokens)
+		f.Rounds = energy.RoundFigures(info, samples, rounds, f.IdleW)
 	}
 	f.Passed = e.passed
 	res.Energy = &f
 	g.logf("energy: %s", judge.EnergyText(&f))
+}
+
+// span is when replies ran: the first one's request written to the last
+// one's end; ok is false without replies.
+func span(replies []measure.Reply) (start, end time.Time, ok bool) {
+	for i := range replies {
+		r := &replies[i]
+		t0, t1 := r.T0, r.T0.Add(time.Duration(r.EndMS*float64(time.Millisecond)))
+		if !ok || t0.Before(start) {
+			start = t0
+		}
+		if !ok || t1.After(end) {
+			end = t1
+		}
+		ok = true
+	}
+	return start, end, ok
+}
+
+// tokensOf are the tokens the replies decoded, those that failed left out.
+func tokensOf(replies []measure.Reply) int {
+	n := 0
+	for i := range replies {
+		if replies[i].Error == "" {
+			t, _ := replies[i].Tokens()
+			n += t
+		}
+	}
+	return n
+}
+
+// roundWindow is load round n's span and tokens.
+func roundWindow(n int, replies []measure.Reply) (energy.RoundWindow, bool) {
+	start, end, ok := span(replies)
+	return energy.RoundWindow{N: n, Start: start, End: end, Tokens: tokensOf(replies)}, ok
 }

@@ -235,8 +235,9 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 		return nil
 	}
 	a := &asker{g: g, ctx: ctx, proc: proc, out: out, prober: g.prober(base), base: base, order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed)}
-	g.askAll(res, a)
+	e := g.askAll(res, a)
 	g.loadRounds(res, a, base)
+	g.finishEnergy(ctx, res, e)
 	return nil
 }
 
@@ -411,19 +412,20 @@ func (g *Gate) prober(base string) *probe.Prober {
 // first token's sign counts have both decided (one side leads the other by
 // --lead), or a reply failed, or --max-replies were asked. A serve far from
 // its limits costs --lead replies.
-func (g *Gate) askAll(res *report.Result, a *asker) {
+func (g *Gate) askAll(res *report.Result, a *asker) (e *energyRun) {
 	p := g.Plan
 	for n := 1; n <= p.Warmup; n++ {
 		r, ok := a.ask(n, true)
 		if !ok {
-			return
+			return nil
 		}
 		res.Warmups = append(res.Warmups, r)
 	}
 	// The energy sensor is read from here to the last judged reply's
-	// end, with the idle power before and after.
-	e := g.startEnergy(a.ctx, res)
-	defer g.finishEnergy(a.ctx, res, e)
+	// end, with the idle power before and after (and on through the load
+	// rounds, if any: finishEnergy stops it).
+	e = g.startEnergy(a.ctx, res)
+	defer g.idleAfter(a.ctx, res, e)
 	rule := judge.Rule{Lead: p.Lead, Min: p.Replies, Max: res.Extra.Max}
 	w := g.witnessFirst(a)
 	defer g.witnessLast(res, a, w)
@@ -433,7 +435,7 @@ func (g *Gate) askAll(res *report.Result, a *asker) {
 		}
 		r, ok := a.ask(n, false)
 		if !ok {
-			return
+			return e
 		}
 		res.Replies = append(res.Replies, r)
 	}
@@ -441,9 +443,10 @@ func (g *Gate) askAll(res *report.Result, a *asker) {
 		// A reference's rate and first token are not judged: its signs
 		// say nothing, and it asks every request a run can make.
 		g.logf("asked %s: a reference asks every one, whatever its replies", report.Replies(len(res.Replies)))
-		return
+		return e
 	}
 	g.logf("%s", stopText(res.Replies, res.Limits, rule))
+	return e
 }
 
 // Recording is the assertion record adds: the recording can serve as a

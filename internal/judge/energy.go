@@ -49,6 +49,21 @@ type Energy struct {
 	Why string `json:"why,omitempty"`
 	// Passed are the other sources asked (auto) and why each was not used.
 	Passed []string `json:"passed,omitempty"`
+	// Rounds are the same figures for each --load round: what batching
+	// buys.
+	Rounds []EnergyRound `json:"rounds,omitempty"`
+}
+
+// EnergyRound is one load round's energy: its first request written to its
+// last stream's end, net of the judged window's idle power.
+type EnergyRound struct {
+	N              int      `json:"n"`
+	WindowS        *float64 `json:"window_s"`
+	Joules         *float64 `json:"joules"`
+	Tokens         int      `json:"tokens"`
+	GrossJPerToken *float64 `json:"gross_j_per_token"`
+	NetJPerToken   *float64 `json:"net_j_per_token"`
+	Why            string   `json:"why,omitempty"`
 }
 
 // MinPeriods is the fewest sensor periods a window may have before its
@@ -135,5 +150,26 @@ func EnergyText(e *Energy) string {
 	if e.Why != "" {
 		s += "; " + Quote(e.Why, 300)
 	}
+	if len(e.Rounds) > 0 {
+		var each []string
+		for _, r := range e.Rounds {
+			each = append(each, roundEnergyText(r))
+		}
+		s += "; under load, each round: " + strings.Join(each, ", ")
+	}
 	return s
+}
+
+// roundEnergyText is one load round's joules per token, net where the idle
+// power is known.
+func roundEnergyText(r EnergyRound) string {
+	switch {
+	case r.NetJPerToken != nil:
+		return fmt.Sprintf("%.4g net", *r.NetJPerToken)
+	case r.GrossJPerToken != nil:
+		return fmt.Sprintf("%.4g gross", *r.GrossJPerToken)
+	case r.Why != "":
+		return "none (" + Quote(r.Why, 100) + ")"
+	}
+	return "none"
 }

@@ -77,6 +77,12 @@ func TestEnergyText(t *testing.T) {
 	if got := EnergyText(e); !strings.HasPrefix(got, "3 J over no decoded token (): 3 J over 1.00 s for 0 tokens; \"c\"") {
 		t.Errorf("no tokens: %q", got)
 	}
+	// Under load, each round's figure: net, else gross, else why.
+	e = figures()
+	e.Rounds = []EnergyRound{{N: 1, GrossJPerToken: fp(0.9), NetJPerToken: fp(0.5)}, {N: 2, GrossJPerToken: fp(0.8)}, {N: 3, Why: "no reading after it"}, {N: 4}}
+	if got := EnergyText(e); !strings.HasSuffix(got, `; under load, each round: 0.5 net, 0.8 gross, none ("no reading after it"), none`) {
+		t.Errorf("rounds: %q", got)
+	}
 	// Joules without a window are no figures.
 	if got := EnergyText(&Energy{Source: "c", Joules: fp(3), Why: "w"}); got != `unavailable: "w"; source "c"` {
 		t.Errorf("no window: %q", got)
