@@ -59,6 +59,11 @@ func TestJudgeEnergy(t *testing.T) {
 					t.Errorf("detail %q lacks %q", a.Detail, w)
 				}
 			}
+			// What is added to the figures' text is added to it, not in
+			// its place.
+			if c.e != nil && !strings.HasPrefix(a.Detail, EnergyText(c.e)) {
+				t.Errorf("detail %q does not start with the figures %q", a.Detail, EnergyText(c.e))
+			}
 		})
 	}
 }
@@ -67,10 +72,8 @@ func TestEnergyText(t *testing.T) {
 	e := figures()
 	e.TooShort, e.Why = "too short for this sensor", "idle after: no reading"
 	got := EnergyText(e)
-	for _, w := range []string{`; "too short for this sensor"`, `; "idle after: no reading"`} {
-		if !strings.Contains(got, w) {
-			t.Errorf("%q lacks %q", got, w)
-		}
+	if want := `net 1.5 J/token (gross 2.5; 0.4 tokens/J): 250 J over 2.50 s for 100 tokens, idle 40 W; "nvml:0" ("the GPU board", "not known"); "too short for this sensor"; "idle after: no reading"`; got != want {
+		t.Errorf("EnergyText() = %q, want %q", got, want)
 	}
 	// No tokens: the joules alone.
 	e = &Energy{Source: "c", Joules: fp(3), WindowS: fp(1)}
@@ -80,7 +83,7 @@ func TestEnergyText(t *testing.T) {
 	// Under load, each round's figure: net, else gross, else why.
 	e = figures()
 	e.Rounds = []EnergyRound{{N: 1, GrossJPerToken: fp(0.9), NetJPerToken: fp(0.5)}, {N: 2, GrossJPerToken: fp(0.8)}, {N: 3, Why: "no reading after it"}, {N: 4}}
-	if got := EnergyText(e); !strings.HasSuffix(got, `; under load, each round: 0.5 net, 0.8 gross, none ("no reading after it"), none`) {
+	if got := EnergyText(e); got != `net 1.5 J/token (gross 2.5; 0.4 tokens/J): 250 J over 2.50 s for 100 tokens, idle 40 W; "nvml:0" ("the GPU board", "not known"); under load, each round: 0.5 net, 0.8 gross, none ("no reading after it"), none` {
 		t.Errorf("rounds: %q", got)
 	}
 	// Joules without a window are no figures.
