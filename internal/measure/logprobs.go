@@ -37,7 +37,9 @@ const (
 // what it streamed before the content when it streamed reasoning (think tags
 // and whitespace around the reasoning) and before one trailing end token
 // ("<|im_end|>", "</s>": a tag the content does not end with). Tokens that
-// are empty, merged, longer than the text or left out are not the text. The
+// are merged, longer than the text or left out are not the text; an empty
+// token joins to nothing (where the other side has a word there, the
+// comparison sees the two tokens differ). The
 // tokens and the content are the serve's: nothing of them is quoted.
 func (r *Reply) TokensNotText() string {
 	if r.Truncated {
