@@ -321,7 +321,7 @@ func compareTokens(r *Reply, ref, run *measure.Reply, b Bounds) {
 	if rk != uk && r.K > 0 {
 		r.KNote = fmt.Sprintf("the reference listed %d alternatives, this run %d: both compared on their top %d", rk, uk, r.K)
 	}
-	rg, ug := ref.Generated, run.Generated
+	rg, ug := ref.TextTokens(), run.TextTokens()
 	n := min(len(rg), len(ug))
 	r.Of = max(len(rg), len(ug))
 	i := 0

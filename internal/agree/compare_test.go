@@ -492,3 +492,35 @@ func TestOrDefault(t *testing.T) {
 		}
 	}
 }
+
+// A serve that lists its end token after the text ("<|im_end|>", not in its
+// content: measure.Reply.TokensNotText allows it) ended where the other side
+// ended: the tag is no token of the reply's text, and no disagreement.
+func TestCompareTrailingEndToken(t *testing.T) {
+	end := sure("<|im_end|>")
+	plain := rep(1, sure("Paris"), sure("."))
+	withEnd := rep(1, sure("Paris"), sure("."), end)
+	withEnd.Content = "Paris."
+	tests := []struct {
+		name      string
+		ref, run  measure.Reply
+		ok        bool
+		agree, of int
+	}{
+		{"the run lists it", plain, withEnd, true, 2, 2},
+		{"the reference lists it", withEnd, plain, true, 2, 2},
+		{"both list it", withEnd, withEnd, true, 2, 2},
+		// In the content, the tag is text: a token the other side lacks.
+		{"the run streamed it as text", plain, rep(1, sure("Paris"), sure("."), end), false, 2, 3},
+		// A word after the text on one side is a disagreement still.
+		{"a word after the text", plain, func() measure.Reply { r := rep(1, sure("Paris"), sure("."), sure(" Yes")); return r }(), false, 2, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Compare(&tt.ref, &tt.run, bounds)
+			if got.Unit != UnitTokens || got.OK != tt.ok || got.Agree != tt.agree || got.Of != tt.of {
+				t.Errorf("Compare: unit %s ok %v agree %d/%d (%s); want tokens, ok %v, %d/%d", got.Unit, got.OK, got.Agree, got.Of, got.Why, tt.ok, tt.agree, tt.of)
+			}
+		})
+	}
+}

@@ -63,6 +63,7 @@ func (s *npuSMI) run() ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), npuSMITimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.path, "info", "-t", "power", "-i", strconv.Itoa(s.dev))
+	endsWhole(cmd)
 	var out bytes.Buffer
 	cmd.Stdout = &limited{b: &out, n: 64 << 10}
 	if err := cmd.Run(); err != nil {

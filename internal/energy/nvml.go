@@ -62,7 +62,7 @@ func OpenNvidiaSMI(look func(string) (string, error)) func(dev int) (Source, err
 		cmd := exec.CommandContext(ctx, path, "--query-gpu="+field, "--format=csv,noheader,nounits",
 			"-i", strconv.Itoa(dev), "-lms", strconv.Itoa(int(nvidiaSMIPeriod/time.Millisecond)))
 		// Gone with the gate: a reader never outlives the run.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		endsWhole(cmd)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			cancel()
@@ -109,7 +109,20 @@ func errText(err error) string {
 func runNvidiaSMI(path string, dev int, field string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return exec.CommandContext(ctx, path, "--query-gpu="+field, "--format=csv,noheader,nounits", "-i", strconv.Itoa(dev)).Output()
+	cmd := exec.CommandContext(ctx, path, "--query-gpu="+field, "--format=csv,noheader,nounits", "-i", strconv.Itoa(dev))
+	endsWhole(cmd)
+	return cmd.Output()
+}
+
+// endsWhole makes a vendor tool's command end whole when its context ends:
+// in its own process group, killed as a group (a tool that is a wrapper
+// script runs the real one as its child, which holds the output pipe and
+// may hang with a wedged driver), and its pipes let go of a second later
+// should a descendant have left the group. Pdeathsig: gone with the gate.
+func endsWhole(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
 }
 
 // parsePower reads one nvidia-smi power line, watts ("[N/A]" is none).
@@ -156,7 +169,9 @@ func (s *nvidiaSMI) Read() (float64, error) {
 
 func (s *nvidiaSMI) Close() error {
 	s.cancel()
-	<-s.done
+	// Wait first: past WaitDelay it closes the pipe a descendant still
+	// holds, which ends the reader.
 	_ = s.cmd.Wait()
+	<-s.done
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -355,5 +356,88 @@ func TestMeter(t *testing.T) {
 	s, err = m.Stop()
 	if err == nil || !strings.Contains(err.Error(), "b: a reading failed at") || !strings.Contains(err.Error(), "the sensor vanished") || len(s) == 0 {
 		t.Errorf("a failing sensor: %v, %d readings", err, len(s))
+	}
+}
+
+// An nvidia-smi that is a wrapper script (a container's or an environment
+// manager's shim) runs the real tool as its child, which holds the readings'
+// pipe: closing the source ends the child too, and returns.
+func TestNvidiaSMIWrapperClosed(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child")
+	look := fakeTool(t, "nvidia-smi", `case " $* " in
+*" -lms "*) sh -c 'echo $$ > `+pidFile+`; while :; do echo 300.00; sleep 0.05; done'; exit;;
+esac
+echo 250.5
+`)
+	src, err := OpenNvidiaSMI(look)(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		src.Close()
+		close(closed)
+	}()
+	// A liveness bound, not a speed: Close took no time before the child
+	// kept the pipe, and never returned after.
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		b, _ := os.ReadFile(pidFile)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		<-closed
+		t.Fatal("Close did not return while the wrapper's child held the pipe")
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// Killed, it is gone once its new parent has reaped it.
+	for end := time.Now().Add(10 * time.Second); pid > 0 && syscall.Kill(pid, 0) == nil && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid > 0 && syscall.Kill(pid, 0) == nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the wrapper's child, pid %d, outlived Close", pid)
+	}
+}
+
+// An npu-smi wrapper whose tool hangs (a wedged driver) and keeps the output
+// pipe past the run's time limit: the reading fails, and the hung tool is
+// ended with it.
+func TestNPUSMIWrapperHung(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child")
+	look := fakeTool(t, "npu-smi", `sh -c 'echo $$ > `+pidFile+`; exec sleep 600'
+`)
+	done := make(chan error, 1)
+	go func() {
+		_, err := openNPUSMI(look, 0)
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		b, _ := os.ReadFile(pidFile)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		<-done
+		t.Fatal("npu-smi's reading did not return while the wrapper's hung child held the pipe")
+	}
+	if err == nil {
+		t.Error("a hung npu-smi gave a reading")
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for end := time.Now().Add(10 * time.Second); pid > 0 && syscall.Kill(pid, 0) == nil && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid > 0 && syscall.Kill(pid, 0) == nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the hung tool, pid %d, outlived its reading", pid)
 	}
 }

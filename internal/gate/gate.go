@@ -182,9 +182,11 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 // out/reference.json, so `judge DIR` judges the agreement again with no
 // other file. It is written once the run is over, after every setup check
 // and with the serve stopped, and result.json records its digest (a copy of
-// the plan's reference, so the plan is left as it was).
+// the plan's reference, so the plan is left as it was). A reference asked
+// for and found missing has no replies to keep: no file, result.json says
+// why.
 func (g *Gate) writeReference(res *report.Result) error {
-	if res.Reference == nil {
+	if res.Reference == nil || res.Reference.Missing != "" {
 		return nil
 	}
 	ref := *res.Reference

@@ -74,7 +74,8 @@ const MinPeriods = 10
 // judgeEnergy is the energy row, and false when there is none (energy off
 // and no ceiling). Without a ceiling the row is for people (Info) whatever
 // it says; with one it passes when the net joules per token are at most
-// the ceiling, judged on the whole window.
+// the ceiling, judged on the whole window, and fails when there is no net
+// figure or it is below 0 (the idle power read above decoding's).
 func judgeEnergy(e *Energy, l Limits) (Assertion, bool) {
 	ceiling := l.MaxJoulesPerToken
 	if e == nil && ceiling <= 0 {
@@ -92,6 +93,13 @@ func judgeEnergy(e *Energy, l Limits) (Assertion, bool) {
 	}
 	if e.NetJPerToken == nil {
 		a.Detail += fmt.Sprintf("; no net figure: --max-joules-per-token %g cannot be judged", ceiling)
+		return a, true
+	}
+	if *e.NetJPerToken < 0 {
+		// The idle power read above what decoding drew: a serve that burns
+		// power while the gate reads its idle, or a sensor that jumped. Such
+		// a figure is under every ceiling and says nothing of decoding.
+		a.Detail += fmt.Sprintf("; a net figure below 0 measures nothing of decoding: --max-joules-per-token %g cannot be judged", ceiling)
 		return a, true
 	}
 	a.OK = *e.NetJPerToken <= ceiling

@@ -34,6 +34,21 @@ func TestJudgeEnergy(t *testing.T) {
 			want: []string{`unavailable: "no energy source can be read here"; source "auto"`}},
 		{name: "unavailable, with a ceiling", e: &Energy{Why: "gone"}, ceiling: 1, row: true,
 			want: []string{`unavailable: "gone"; no net figure: --max-joules-per-token 1 cannot be judged`}},
+		// A serve that burns power while the gate reads its idle power (or
+		// a sensor that jumped then) makes the net figure negative: under
+		// any ceiling, yet it measured nothing of decoding.
+		{name: "net below 0, with a ceiling", e: func() *Energy {
+			e := figures()
+			e.IdleW, e.NetJPerToken = fp(140), fp(-1)
+			e.Why = "the net figure is below 0: the idle power moved more than decoding added"
+			return e
+		}(), ceiling: 1, row: true,
+			want: []string{"net -1 J/token", "the net figure is below 0", "a net figure below 0 measures nothing of decoding: --max-joules-per-token 1 cannot be judged"}},
+		{name: "net below 0, for people", e: func() *Energy {
+			e := figures()
+			e.IdleW, e.NetJPerToken = fp(140), fp(-1)
+			return e
+		}(), row: true, ok: true, info: true, want: []string{"net -1 J/token"}},
 		{name: "no net, with a ceiling", e: func() *Energy {
 			e := figures()
 			e.NetJPerToken, e.IdleW = nil, nil

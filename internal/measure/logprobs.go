@@ -37,22 +37,19 @@ const (
 // what it streamed before the content when it streamed reasoning (think tags
 // and whitespace around the reasoning) and before one trailing end token
 // ("<|im_end|>", "</s>": a tag the content does not end with). Tokens that
-// are empty, merged, longer than the text or left out are not the text. The
+// are merged, longer than the text or left out are not the text; an empty
+// token joins to nothing (where the other side has a word there, the
+// comparison sees the two tokens differ). The
 // tokens and the content are the serve's: nothing of them is quoted.
 func (r *Reply) TokensNotText() string {
 	if r.Truncated {
 		return "its text was cut at the probe's bound"
 	}
 	var b strings.Builder
-	for i := range r.Generated {
-		b.WriteString(r.Generated[i].Text)
+	for _, t := range r.TextTokens() {
+		b.WriteString(t.Text)
 	}
 	all := b.String()
-	if n := len(r.Generated); n > 0 {
-		if last := r.Generated[n-1].Text; isTag(last) && !strings.HasSuffix(r.Content, last) {
-			all = all[:len(all)-len(last)]
-		}
-	}
 	before, ok := strings.CutSuffix(all, r.Content)
 	if !ok {
 		return fmt.Sprintf("its tokens, joined (%s), do not end in its content (%s)", plural(len(all), "byte"), plural(len(r.Content), "byte"))
@@ -68,6 +65,18 @@ func (r *Reply) TokensNotText() string {
 		return fmt.Sprintf("its tokens hold %s before its content that are not its reasoning between tags", plural(len(before), "byte"))
 	}
 	return ""
+}
+
+// TextTokens are r's tokens (Generated) less one trailing end token: a
+// tag ("<|im_end|>", "</s>") listed after the text, which the content does
+// not end with. The serve ended there; the tag is no token of its text, and
+// a serve that lists it agrees with one that does not.
+func (r *Reply) TextTokens() []Token {
+	g := r.Generated
+	if n := len(g); n > 0 && isTag(g[n-1].Text) && !strings.HasSuffix(r.Content, g[n-1].Text) {
+		return g[:n-1]
+	}
+	return g
 }
 
 // isTag reports whether s is one tag: "<", a name without spaces or angle

@@ -56,9 +56,15 @@ func writeAtomicIn(dir *os.Root, name string, b []byte) error {
 	return dir.Rename(tmp, name)
 }
 
-// WriteIn is Write into dir, a directory opened once (WriteJSONIn).
+// WriteIn is Write into dir, a directory opened once (WriteJSONIn): the
+// same result.json as WriteResult's, without the replies' tokens and
+// bounded.
 func WriteIn(dir *os.Root, r *Result) error {
-	if err := WriteJSONIn(dir, ResultFile, r); err != nil {
+	b, err := resultBytes(ResultFile, r)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomicIn(dir, ResultFile, b); err != nil {
 		return err
 	}
 	return writeAtomicIn(dir, SummaryFile, []byte(Markdown(r, MarkdownLimit)))

@@ -315,16 +315,26 @@ func Write(dir string, r *Result) error {
 // Read overlays the reply files on result.json's replies. What is left is
 // refused past MaxFile: the gate does not write a file its readers refuse.
 func WriteResult(path string, r *Result) error {
+	b, err := resultBytes(path, r)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, b)
+}
+
+// resultBytes is result.json: r without its replies' tokens, refused past
+// MaxFile. WriteResult and WriteIn write it.
+func resultBytes(path string, r *Result) ([]byte, error) {
 	out := *r
 	out.Replies, out.Warmups = withoutTokens(r.Replies), withoutTokens(r.Warmups)
 	b, err := json.MarshalIndent(&out, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(b)+1 > MaxFile {
-		return fmt.Errorf("%s would be %d bytes, more than the %d a run's file may be; ask fewer --max-replies", path, len(b)+1, MaxFile)
+		return nil, fmt.Errorf("%s would be %d bytes, more than the %d a run's file may be; ask fewer --max-replies", path, len(b)+1, MaxFile)
 	}
-	return writeAtomic(path, append(b, '\n'))
+	return append(b, '\n'), nil
 }
 
 // WriteReply writes reply r to path (its reply file). A reply whose file
