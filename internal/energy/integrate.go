@@ -132,8 +132,12 @@ func (sr series) joules(a, b time.Time) (float64, error) {
 
 // period is the sensor's update period as its readings show it: the median
 // time between changes of value, once there are at least five; else the
-// declared one.
+// declared one. A power sensor that declares its period keeps it: a power
+// that holds steady changes less often than its sensor updates.
 func period(info Info, s []Sample) time.Duration {
+	if info.Quantity == Power && info.Period > 0 {
+		return info.Period
+	}
 	var starts []time.Time
 	for i := 1; i < len(s); i++ {
 		if s[i].V != s[i-1].V {

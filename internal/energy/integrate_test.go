@@ -295,3 +295,21 @@ func deref(v *float64) any {
 	}
 	return *v
 }
+
+// A power sensor that declares its period keeps it, whatever its readings'
+// changes show; a counter's changes show its period.
+func TestPeriodOfPower(t *testing.T) {
+	var steady []Sample
+	for i := range 10 {
+		steady = append(steady, Sample{at(float64(i)), float64(i % 2)})
+	}
+	if p := period(Info{Quantity: Power, Period: 100 * time.Millisecond}, steady); p != 100*time.Millisecond {
+		t.Errorf("declared power period: %v", p)
+	}
+	if p := period(Info{Quantity: Power}, steady); p != time.Second {
+		t.Errorf("undeclared power period: %v, want the readings' 1s", p)
+	}
+	if p := period(Info{Quantity: Counter, Period: 100 * time.Millisecond}, steady); p != time.Second {
+		t.Errorf("a counter's period: %v, want the readings' 1s", p)
+	}
+}

@@ -25,6 +25,7 @@ type Sensor struct {
 	busy      int           // requests streaming now
 	busySince time.Time     // when busy went from 0 to 1
 	busyTime  time.Duration // time with a request streaming, before busySince
+	ripple    bool          // a power reading's last digit, flipped each read, as a real sensor's moves
 }
 
 // Busy marks a request streaming until the returned function is called.
@@ -55,10 +56,17 @@ func (s *Sensor) reading() float64 {
 	defer s.mu.Unlock()
 	now := time.Now()
 	if s.Power {
+		// A real sensor's reading moves a little at each update, so its
+		// period shows in its readings: a microwatt either way.
+		s.ripple = !s.ripple
+		w := s.IdleWatts
 		if s.busy > 0 {
-			return s.BusyWatts
+			w = s.BusyWatts
 		}
-		return s.IdleWatts
+		if s.ripple {
+			w += 1e-6
+		}
+		return w
 	}
 	busy := s.busyTime
 	if s.busy > 0 {

@@ -102,6 +102,13 @@ func judgeEnergy(e *Energy, l Limits) (Assertion, bool) {
 		a.Detail += fmt.Sprintf("; a net figure below 0 measures nothing of decoding: --max-joules-per-token %g cannot be judged", ceiling)
 		return a, true
 	}
+	if e.TooShort != "" {
+		// Under ten of the sensor's periods each edge can be off by up to
+		// a period, and the lag reads low: a figure that leans towards
+		// passing judges nothing.
+		a.Detail += fmt.Sprintf("; too short a window for this sensor: --max-joules-per-token %g cannot be judged; ask more replies (--replies) or read a sensor that updates faster", ceiling)
+		return a, true
+	}
 	a.OK = *e.NetJPerToken <= ceiling
 	if a.OK {
 		a.Detail += fmt.Sprintf("; at most %g J/token net: ok", ceiling)
