@@ -178,12 +178,15 @@ func EnergyText(e *Energy) string {
 // roundEnergyText is one load round's joules per token, net where the idle
 // power is known.
 func roundEnergyText(r EnergyRound) string {
-	switch {
-	case r.NetJPerToken != nil:
+	// if, not switch: each condition a statement of its own, which
+	// mutation testing can reach.
+	if r.NetJPerToken != nil {
 		return fmt.Sprintf("%.4g net", *r.NetJPerToken)
-	case r.GrossJPerToken != nil:
+	}
+	if r.GrossJPerToken != nil {
 		return fmt.Sprintf("%.4g gross", *r.GrossJPerToken)
-	case r.Why != "":
+	}
+	if r.Why != "" {
 		return "none (" + Quote(r.Why, 100) + ")"
 	}
 	return "none"

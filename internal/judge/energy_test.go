@@ -30,6 +30,8 @@ func TestJudgeEnergy(t *testing.T) {
 		{name: "under the ceiling", e: figures(), ceiling: 2, row: true, ok: true, want: []string{"; at most 2 J/token net: ok"}},
 		{name: "at the ceiling", e: figures(), ceiling: 1.5, row: true, ok: true, want: []string{"at most 1.5 J/token net: ok"}},
 		{name: "above the ceiling", e: figures(), ceiling: 1.4, row: true, want: []string{"above the ceiling of 1.4 J/token net"}},
+		{name: "a net figure of exactly 0 is judged", e: func() *Energy { e := figures(); e.NetJPerToken = fp(0); return e }(), ceiling: 1, row: true, ok: true,
+			want: []string{"net 0 J/token", "; at most 1 J/token net: ok"}},
 		{name: "too short, with a ceiling", e: func() *Energy { e := figures(); e.TooShort = "too short for this sensor"; return e }(), ceiling: 100, row: true,
 			want: []string{`; "too short for this sensor"; too short a window for this sensor: --max-joules-per-token 100 cannot be judged; ask more replies (--replies) or read a sensor that updates faster`}},
 		{name: "too short, for people", e: func() *Energy { e := figures(); e.TooShort = "too short for this sensor"; return e }(), row: true, ok: true, info: true,
