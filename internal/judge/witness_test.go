@@ -45,6 +45,11 @@ func TestRouteWitnessed(t *testing.T) {
 			fastQ + "; witnesses: not witnessed: " + none + ", and 1 of the serve's processes could not be read (pid 9: permission denied): the verdict rests on the log"},
 		{"fast words, a device held", fastEv, npuWitness(func(w *Witness) { w.Held = []string{"/dev/accel/accel0"} }), true,
 			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*)`},
+		{"fast words, a device held, a process unread: the held device witnesses it", fastEv, npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			w.Unread = []string{"pid 9: permission denied"}
+		}), true,
+			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*)`},
 		{"fast words, a backend mapped", fastEv, npuWitness(func(w *Witness) { w.Mapped = []string{"/opt/lib/libggml-cann.so"} }), true,
 			fastQ + `; witnessed: the serve's processes (2 read) hold no device of the fast route's classes (/dev/accel/accel*) and map "/opt/lib/libggml-cann.so"`},
 		{"fast words, both, with usage", fastEv, npuWitness(func(w *Witness) {
