@@ -25,7 +25,7 @@ type Sensor struct {
 	busy      int           // requests streaming now
 	busySince time.Time     // when busy went from 0 to 1
 	busyTime  time.Duration // time with a request streaming, before busySince
-	ripple    bool          // a power reading's last digit, flipped each read, as a real sensor's moves
+	ripple    int           // a power reading's last digits, moved at each update, as a real sensor's move
 }
 
 // Busy marks a request streaming until the returned function is called.
@@ -57,16 +57,15 @@ func (s *Sensor) reading() float64 {
 	now := time.Now()
 	if s.Power {
 		// A real sensor's reading moves a little at each update, so its
-		// period shows in its readings: a microwatt either way.
-		s.ripple = !s.ripple
+		// period shows in its readings: a few microwatts, stepping through
+		// seven values (so a reader at twice or thrice the period still
+		// sees each update move).
+		s.ripple = (s.ripple + 1) % 7
 		w := s.IdleWatts
 		if s.busy > 0 {
 			w = s.BusyWatts
 		}
-		if s.ripple {
-			w += 1e-6
-		}
-		return w
+		return w + float64(s.ripple)*1e-6
 	}
 	busy := s.busyTime
 	if s.busy > 0 {
