@@ -31,6 +31,10 @@ func Setup(env *testscript.Env) error {
 	env.Setenv("UNIQUE", fmt.Sprintf("%d-%s", os.Getpid(), filepath.Base(env.WorkDir)))
 	env.Setenv("NPU_HOLD_DIR", env.WorkDir+"/locks")
 	env.Setenv("HOME", env.WorkDir+"/home")
+	// A binary built with -race sleeps a second before it exits, to let
+	// other goroutines report races: the gate, its supervisor and the serve
+	// are the test binary, three seconds a run with nothing to wait for.
+	env.Setenv("GORACE", "atexit_sleep_ms=0")
 	return os.MkdirAll(env.WorkDir+"/home", 0o755)
 }
 

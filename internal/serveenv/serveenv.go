@@ -20,13 +20,15 @@ import (
 // Names are the variables a serve gets from the gate's environment
 // unasked, by their whole name: the process's own (where it runs, who
 // for, its language and time zone, its terminal), the dynamic linker's
-// search path and the proxies a download of weights goes through.
+// search path, the proxies a download of weights goes through, and the Go
+// runtime's settings (a serve written in Go, such as Ollama, reads them).
 var Names = []string{
 	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "PWD", "HOSTNAME",
 	"LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
 	"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR",
 	"LD_LIBRARY_PATH",
 	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+	"GOMAXPROCS", "GOGC", "GOMEMLIMIT", "GODEBUG", "GOTRACEBACK", "GORACE",
 }
 
 // Prefixes are the families of variables a serve gets unasked: the
