@@ -11,9 +11,26 @@ import (
 // MaxToolRows is how many rows of a vendor tool's process table are read.
 const MaxToolRows = 4096
 
-// ascend reports whether the classes are Ascend's device nodes.
-func (r *Reader) ascend() bool {
-	return slices.ContainsFunc(r.Devices, func(g string) bool { return strings.HasPrefix(g, "/dev/davinci") })
+// otherNodes are the device nodes of other vendors' devices: a serve that
+// holds one of them and no Ascend node computes on that device.
+var otherNodes = []string{"/dev/nvidia", "/dev/kfd", "/dev/dri/", "/dev/accel/"}
+
+// asksNPUSMI reports whether npu-smi is asked of a serve holding held (the
+// nodes of the classes it holds): where the classes include Ascend's
+// nodes and it holds one of them, or holds only nodes of no other
+// vendor's (a class the user named). A serve of a preset with many
+// classes (llama.cpp) that holds an NVIDIA GPU's node is not Ascend's to
+// witness.
+func (r *Reader) asksNPUSMI(held []string) bool {
+	if len(held) == 0 || !slices.ContainsFunc(r.Devices, func(g string) bool { return strings.HasPrefix(g, "/dev/davinci") }) {
+		return false
+	}
+	if slices.ContainsFunc(held, func(h string) bool { return strings.HasPrefix(h, "/dev/davinci") }) {
+		return true
+	}
+	return !slices.ContainsFunc(held, func(h string) bool {
+		return slices.ContainsFunc(otherNodes, func(o string) bool { return strings.HasPrefix(h, o) })
+	})
 }
 
 // npuSMI asks Ascend's npu-smi for the device memory of the serve's

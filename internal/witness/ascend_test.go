@@ -18,8 +18,12 @@ import (
 
 // npuSMIReader is a Reader of Ascend's classes whose npu-smi answers out
 // (or err), and records what it was asked.
+// Another tool asked is not installed.
 func npuSMIReader(out string, err error, asked *string) *Reader {
 	return &Reader{Devices: []string{"/dev/davinci[0-9]*"}, Run: func(_ context.Context, name string, args ...string) ([]byte, error) {
+		if name != "npu-smi" {
+			return nil, exec.ErrNotFound
+		}
 		*asked = name + " " + strings.Join(args, " ")
 		return []byte(out), err
 	}}
@@ -127,6 +131,8 @@ func TestNpuSMIAsked(t *testing.T) {
 	root := t.TempDir()
 	writeProc(t, root, 10, fakeProc{fds: map[int]string{7: "/dev/davinci3"}, fdinfo: map[int]string{7: "pos:\t0\n"}})
 	writeProc(t, root, 11, fakeProc{fds: map[int]string{7: "/dev/null"}})
+	writeProc(t, root, 12, fakeProc{fds: map[int]string{7: "/dev/nvidia0"}, fdinfo: map[int]string{7: "pos:\t0\n"}})
+	nvidiaSMIAbsent := "nvidia-smi: not installed (not on PATH)"
 	noStats := "fdinfo: the held devices' descriptors have no DRM client usage stats (drm-engine-*, drm-resident-*, drm-total-*): the driver exports none"
 	out := npuSMIHeader + "| 3       0                 | 10            | python                   | 3028                    |\n"
 	tests := []struct {
@@ -141,6 +147,9 @@ func TestNpuSMIAsked(t *testing.T) {
 		{"no node held", []string{"/dev/davinci[0-9]*"}, []int{11}, "", nil, nil},
 		{"another vendor's classes", []string{"/dev/dri/renderD*", "/dev/davinci3"}, []int{10}, "npu-smi info", []judge.Usage{{Source: "npu-smi", MemoryBytes: 3028 << 20}}, []string{noStats}},
 		{"not Ascend's classes", []string{"/dev/dav*"}, []int{10}, "", nil, []string{noStats}},
+		{"another vendor's node held", []string{"/dev/nvidia[0-9]*", "/dev/davinci[0-9]*"}, []int{12}, "", nil, []string{noStats, nvidiaSMIAbsent}},
+		{"another vendor's node and Ascend's held", []string{"/dev/nvidia[0-9]*", "/dev/davinci[0-9]*"}, []int{10, 12}, "npu-smi info", []judge.Usage{{Source: "npu-smi", MemoryBytes: 3028 << 20}}, []string{noStats, nvidiaSMIAbsent}},
+		{"a node of a class the user named", []string{"/dev/davinci[0-9]*", "/dev/null"}, []int{11}, "npu-smi info", nil, []string{noStats, "npu-smi: lists none of the serve's processes (1 listed)"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

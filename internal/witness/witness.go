@@ -140,7 +140,7 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 	}
 	// Ascend's likewise: a process computes on a chip through its
 	// /dev/davinciN.
-	if len(s.Held) > 0 && r.ascend() {
+	if r.asksNPUSMI(s.Held) {
 		s.Tools = append(s.Tools, r.npuSMI(ctx, pids))
 	}
 	return s
