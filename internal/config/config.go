@@ -70,7 +70,7 @@ type Config struct {
 	// preset says so).
 	WitnessBinary bool
 	// WitnessAccount is the serve's own account of its placement the
-	// preset names ("ollama": /api/ps); "" for none.
+	// preset names ("ollama": /api/ps; "vllm": /metrics); "" for none.
 	WitnessAccount  string
 	Prompts         string // a file; "" for the built-in set
 	Thinking        string

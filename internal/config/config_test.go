@@ -384,6 +384,16 @@ func TestApplyPresetWitnesses(t *testing.T) {
 	if !cmp.Equal(c.WitnessDevices, []string{"/dev/accel/accel*"}) || !cmp.Equal(c.WitnessLibraries, []string{"libopenvino_intel_npu_plugin.so*"}) || !c.WitnessBinary || c.WitnessAccount != "" {
 		t.Errorf("ApplyPreset(ovms): witnesses %q %q binary %v account %q", c.WitnessDevices, c.WitnessLibraries, c.WitnessBinary, c.WitnessAccount)
 	}
+	for preset, account := range map[string]string{"vllm": "vllm", "vllm-ascend": "", "llama.cpp": ""} {
+		c = Default()
+		c.Preset = preset
+		if err := c.ApplyPreset(func(string) bool { return false }); err != nil {
+			t.Fatal(err)
+		}
+		if c.WitnessAccount != account {
+			t.Errorf("ApplyPreset(%s): account %q, want %q", preset, c.WitnessAccount, account)
+		}
+	}
 	c = Default()
 	c.Preset = "ollama"
 	c.WitnessDevices = []string{"/dev/mine"}

@@ -12,7 +12,7 @@ type Witnesses struct {
 	Libraries []string // globs of library file names
 	Binary    bool
 	// Account names the serve's own account of its placement, read after
-	// the warm-up (witness.AccountOllama); "" for none.
+	// the warm-up (witness.AccountOllama, witness.AccountVLLM); "" for none.
 	Account string
 }
 
@@ -42,7 +42,9 @@ var PresetWitnesses = map[string]Witnesses{
 	"lemonade":  {Devices: gpuNodes, Libraries: slices.Concat(llamaBackends, []string{"libxrt_coreutil.so*"})},
 	"ollama":    {Devices: gpuNodes, Libraries: llamaBackends, Account: "ollama"},
 	// vLLM on CUDA: torch's CUDA runtime over the NVIDIA driver.
-	"vllm": {Devices: nvidiaNodes, Libraries: []string{"libcuda.so*"}},
+	// Its /metrics says where vLLM's CPU platform runs it
+	// (witness.AccountVLLM).
+	"vllm": {Devices: nvidiaNodes, Libraries: []string{"libcuda.so*"}, Account: "vllm"},
 	// vllm-ascend: torch_npu over CANN's runtime.
 	"vllm-ascend": {Devices: ascendNodes, Libraries: []string{"libascendcl.so*"}},
 	// OVMS told --target_device NPU: OpenVINO's NPU plugin over the ivpu

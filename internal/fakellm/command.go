@@ -73,6 +73,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opt.Say, "say", "", "print this text to the log at start")
 	fs.BoolVar(&opt.NoUsage, "no-usage", false, "never send usage")
 	fs.BoolVar(&opt.NoTimings, "no-timings", false, "never send timings")
+	fs.BoolVar(&opt.CPUPlatform, "cpu-platform", false, "play vLLM on its CPU platform: /metrics's vllm:cache_config_info sets cpu_kvcache_space_bytes (persona vllm)")
 	fs.IntVar(&opt.Slots, "slots", 0, "answer /props with this total_slots, as llama-server does (0: no /props)")
 	fs.StringVar(&opt.LoadMode, "load-mode", "", "how requests at once are taken: batch (decoded together, each slowed by --batch-cost for each other one), serial (one at a time, first in first out, --serial-pause-ms before each that waited) (default: each as if alone)")
 	fs.Float64Var(&opt.BatchCost, "batch-cost", 0.1, "--load-mode batch: each request's rate is divided by 1 + this x the others decoding")

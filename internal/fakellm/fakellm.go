@@ -103,10 +103,13 @@ type Options struct {
 	// request that waited.
 	// Slots, when above 0, is answered on /props as total_slots, as
 	// llama-server says how many requests it decodes at once.
-	Slots     int
-	LoadMode  string
-	BatchCost float64
-	PauseMS   float64
+	Slots int
+	// CPUPlatform plays vLLM on its CPU platform: /metrics's
+	// cache_config_info carries cpu_kvcache_space_bytes.
+	CPUPlatform bool
+	LoadMode    string
+	BatchCost   float64
+	PauseMS     float64
 
 	NeverReady bool          // health answers 503 forever
 	ReadyAfter time.Duration // health answers 503 until then
@@ -197,6 +200,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(st)
 	case s.p.ps && path == "/api/ps":
 		s.ps(w)
+	case s.p.vllmMetrics && path == "/metrics":
+		s.vllmMetrics(w)
 	case path == "/props" && s.opt.Slots > 0:
 		// llama-server's /props: its slots (tools/server/server.cpp).
 		w.Header().Set("Content-Type", "application/json")
@@ -650,4 +655,24 @@ func (s *Server) ps(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"models":[{"name":%q,"model":%q,"size":%d,"digest":"0123","details":{"format":"gguf"},"expires_at":"2026-12-01T00:00:00Z","size_vram":%d,"context_length":4096}]}`,
 		s.opt.Model, s.opt.Model, size, vram)
+}
+
+// vllmMetrics answers vLLM's /metrics, its cache_config_info as
+// prometheus_client writes it: the labels are CacheConfig's fields
+// (CacheConfig.metrics_info, vllm/config/cache.py), and
+// cpu_kvcache_space_bytes is a number only where vLLM's CPU platform set
+// it (vllm/platforms/cpu.py, 4 GiB when VLLM_CPU_KVCACHE_SPACE is unset).
+func (s *Server) vllmMetrics(w http.ResponseWriter) {
+	cpu := "None"
+	if s.opt.CPUPlatform {
+		cpu = "4294967296"
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	fmt.Fprintf(w, `# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name=%q} 0.0
+# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="16",cache_dtype="auto",calculate_kv_scales="False",cpu_kvcache_space_bytes=%q,cpu_offload_gb="0",enable_prefix_caching="True",engine="0",gpu_memory_utilization="0.9",is_attention_free="False",num_cpu_blocks="None",num_gpu_blocks="2048",sliding_window="None",swap_space="4"} 1.0
+`, s.opt.Model, cpu)
 }

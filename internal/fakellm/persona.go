@@ -25,6 +25,7 @@ type persona struct {
 	flmUsage       bool     // FastFlowLM's own figures in the usage chunk
 	logprobs       string   // how it answers a request for logprobs (Shape...; "": ShapeLlamaCpp)
 	ps             bool     // Ollama's /api/ps: the loaded model's size and size_vram, by route
+	vllmMetrics    bool     // vLLM's /metrics: its cache_config_info, cpu_kvcache_space_bytes set on its CPU platform (--cpu-platform)
 
 	fast, slow, partial, neither []string // start-up lines of each route
 	// firstRequest are printed when the first request arrives, on the fast
@@ -98,7 +99,7 @@ var personas = map[string]persona{
 		fast: llamaFast, slow: llamaSlow, partial: llamaPartial, neither: llamaNeither},
 	// vLLM: vllm/platforms/cuda.py, vllm/v1/worker/gpu_model_runner.py,
 	// vllm/config/vllm.py.
-	PersonaVLLM: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs", logprobs: ShapeVLLM,
+	PersonaVLLM: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs", logprobs: ShapeVLLM, vllmMetrics: true,
 		fast: []string{
 			"(EngineCore_DP0 pid=270) INFO 11-30 02:10:00 [cuda.py:367] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION'].",
 			"(EngineCore_DP0 pid=270) INFO 11-30 02:10:20 [gpu_model_runner.py:4650] Graph capturing finished in 12 secs, took 0.45 GiB",

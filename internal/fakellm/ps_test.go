@@ -2,8 +2,10 @@ package fakellm
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +41,33 @@ func TestOllamaPS(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("llama.cpp persona: /api/ps = HTTP %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestVLLMMetrics: the vllm persona answers /metrics with its
+// cache_config_info, cpu_kvcache_space_bytes set only with --cpu-platform.
+func TestVLLMMetrics(t *testing.T) {
+	for cpu, want := range map[bool]string{false: `cpu_kvcache_space_bytes="None"`, true: `cpu_kvcache_space_bytes="4294967296"`} {
+		srv := httptest.NewServer(New(Options{Persona: PersonaVLLM, CPUPlatform: cpu, Model: "tiny"}))
+		resp, err := http.Get(srv.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if !strings.Contains(string(b), "\nvllm:cache_config_info{") || !strings.Contains(string(b), want) {
+			t.Errorf("cpu platform %v: /metrics = %s; want cache_config_info with %s", cpu, b, want)
+		}
+	}
+	srv := httptest.NewServer(New(Options{Persona: PersonaOllama}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("ollama persona: /metrics = HTTP %d, want 404", resp.StatusCode)
 	}
 }

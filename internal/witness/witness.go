@@ -4,7 +4,8 @@
 // exports them, the device engine time and memory of their descriptors
 // (the DRM client usage stats in /proc/PID/fdinfo/FD, the kernel's
 // Documentation/gpu/drm-usage-stats.rst), or, for NVIDIA's devices, the
-// memory nvidia-smi counts per process.
+// memory nvidia-smi counts per process, for Ascend's the memory npu-smi
+// lists per process.
 //
 // It reads as the gate's own user, with no privilege: the serve's
 // processes are the same user's. What cannot be read is said, never
@@ -136,6 +137,11 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 	// process computes on an NVIDIA GPU without.
 	if len(s.Held) > 0 && r.nvidia() {
 		s.Tools = append(s.Tools, r.nvidiaSMI(ctx, pids))
+	}
+	// Ascend's likewise: a process computes on a chip through its
+	// /dev/davinciN.
+	if r.asksNPUSMI(s.Held) {
+		s.Tools = append(s.Tools, r.npuSMI(ctx, pids))
 	}
 	return s
 }

@@ -1,0 +1,122 @@
+package witness
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MaxToolRows is how many rows of a vendor tool's process table are read.
+const MaxToolRows = 4096
+
+// otherNodes are the device nodes of other vendors' devices: a serve that
+// holds one of them and no Ascend node computes on that device.
+var otherNodes = []string{"/dev/nvidia", "/dev/kfd", "/dev/dri/", "/dev/accel/"}
+
+// asksNPUSMI reports whether npu-smi is asked of a serve holding held (the
+// nodes of the classes it holds): where the classes include Ascend's
+// nodes and it holds one of them, or holds only nodes of no other
+// vendor's (a class the user named). A serve of a preset with many
+// classes (llama.cpp) that holds an NVIDIA GPU's node is not Ascend's to
+// witness.
+func (r *Reader) asksNPUSMI(held []string) bool {
+	if len(held) == 0 || !slices.ContainsFunc(r.Devices, func(g string) bool { return strings.HasPrefix(g, "/dev/davinci") }) {
+		return false
+	}
+	if slices.ContainsFunc(held, func(h string) bool { return strings.HasPrefix(h, "/dev/davinci") }) {
+		return true
+	}
+	return !slices.ContainsFunc(held, func(h string) bool {
+		return slices.ContainsFunc(otherNodes, func(o string) bool { return strings.HasPrefix(h, o) })
+	})
+}
+
+// npuSMI asks Ascend's npu-smi for the device memory of the serve's
+// processes. "npu-smi info" prints, after its chips, a process table:
+//
+//	| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
+//	| 0       0                 | 55115         | python                   | 30784                   |
+//	| No running processes found in NPU 5                                                            |
+//
+// and newer versions a sixth column, "Process id in container" (NA for a
+// process of the host). The process id is the host's; the container's id
+// is the one the gate sees when it runs in that container, so a pid of
+// the serve's in either column is the serve's. The name is the process's
+// own (untrusted, and it may hold a "|"): the id is read from the left
+// and the memory from the right, and the name is never shown.
+func (r *Reader) npuSMI(ctx context.Context, pids []int) Tool {
+	t := Tool{Name: "npu-smi"}
+	ctx, cancel := context.WithTimeout(ctx, ToolWait)
+	defer cancel()
+	out, err := r.run(ctx, "npu-smi", "info")
+	if err != nil {
+		t.Why = reason(err)
+		return t
+	}
+	ours := map[int]bool{}
+	for _, p := range pids {
+		ours[p] = true
+	}
+	table, container, listed, rows := false, false, 0, 0
+	for line := range strings.SplitSeq(string(out), "\n") {
+		cells := cellsOf(line)
+		if !table {
+			if len(cells) >= 4 && cells[1] == "Process id" && strings.HasPrefix(cells[len(cells)-1], "Process") {
+				table = true
+				container = cells[len(cells)-1] == "Process id in container"
+			}
+			continue
+		}
+		if rows++; rows > MaxToolRows {
+			t.Why = fmt.Sprintf("more than %d rows in its process table: not read", MaxToolRows)
+			return t
+		}
+		want := 4
+		if container {
+			want = 5
+		}
+		if len(cells) < want {
+			continue // a rule, or "No running processes found in NPU N"
+		}
+		pid, err := strconv.Atoi(cells[1])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		memCell, inContainer := cells[len(cells)-1], ""
+		if container {
+			memCell, inContainer = cells[len(cells)-2], cells[len(cells)-1]
+		}
+		mib, err := strconv.ParseInt(memCell, 10, 64)
+		if err != nil || mib < 0 || mib > 1<<30 {
+			continue
+		}
+		listed++
+		cpid, _ := strconv.Atoi(inContainer)
+		if ours[pid] || (cpid > 0 && ours[cpid]) {
+			t.Listed = true
+			t.MemoryBytes += mib << 20
+		}
+	}
+	switch {
+	case !table:
+		t.Why = "printed no process table (no \"Process id\" column)"
+	case !t.Listed:
+		t.Why = fmt.Sprintf("lists none of the serve's processes (%d listed)", listed)
+	}
+	return t
+}
+
+// cellsOf is a table row's cells, trimmed: "| a | b |" is [a b].
+func cellsOf(line string) []string {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "|") {
+		return nil
+	}
+	cells := strings.Split(strings.Trim(line, "|"), "|")
+	for i, c := range cells {
+		cells[i] = strings.TrimSpace(c)
+	}
+	return cells
+}
