@@ -99,10 +99,15 @@ func withGo() []string { return release.BuildEnv(os.Environ(), runtime.GOARCH) }
 
 // A runner with wget and shasum, and neither curl nor sha256sum (nor Go):
 // the same download, verified the same way; a swapped asset refused.
+//
+// The TestGateBinary tests run beside each other (t.Parallel): each has its
+// own trees, tool cache and fake release server, and the release build they
+// share is built once (releaseBuild).
 func TestGateBinaryWgetShasum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a release build")
 	}
+	t.Parallel()
 	bin := t.TempDir()
 	for _, tool := range []string{"bash", "find", "sort", "xargs", "cut", "sed", "awk", "head", "mktemp", "mkdir", "rm", "chmod", "mv", "cp", "cat", "wget", "shasum", "perl"} {
 		p, err := exec.LookPath(tool)
@@ -152,6 +157,7 @@ func TestGateBinaryIgnoresPlantedBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a release build")
 	}
+	t.Parallel()
 	r := newReleased(t, t.TempDir())
 	cache := t.TempDir()
 	key := sourceKey(t, r.branch)
@@ -200,6 +206,7 @@ func TestGateBinaryRunsTheCheckedCopy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a release build")
 	}
+	t.Parallel()
 	r := newReleased(t, t.TempDir())
 	rel := &fakeReleases{assets: map[string][]byte{}, hits: map[string]int{}}
 	rel.set("/acme/npu-serve-smoke/releases/download/"+r.version+"/"+r.asset, r.good)

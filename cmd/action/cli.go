@@ -30,7 +30,7 @@ const usage = `usage:
                                         --reference (content and release judged; route, rate and first
                                         token recorded, not judged)
   npu-serve-smoke judge DIR [flags]     re-judge a finished run's out directory; flags override its limits
-  npu-serve-smoke demo [--route fast|slow] [--out DIR]
+  npu-serve-smoke demo [--route fast|slow] [--max-tokens N] [--out DIR]
                                         the gate against the built-in simulated serve
   npu-serve-smoke publish DIR [flags]   post a finished run to GitHub (a workflow_run job, for fork PRs)
   npu-serve-smoke report --matrix JSON [flags] DIR...

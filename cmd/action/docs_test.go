@@ -91,6 +91,8 @@ func TestCheckCommandBroken(t *testing.T) {
 		{"npu-serve-smoke judge out/ --replies 3", "flag provided but not defined: -replies"},
 		{"npu-serve-smoke demo --route slow", ""},
 		{"npu-serve-smoke demo --route sideways", "sideways"},
+		{"npu-serve-smoke demo --route slow --max-tokens 4", ""},
+		{"npu-serve-smoke demo --max-tokens 1", "--max-tokens 1"},
 		{"npu-serve-smoke report --matrix '{}' --history 3 runs/a runs/b", ""},
 		{"npu-serve-smoke publish out --check-name x --comment never", ""},
 		{"npu-serve-smoke run --preset llama.cpp --serve 'llama-server -m {model} --port {port} -lv 4'", ""},
