@@ -30,6 +30,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("FAKELLM") == "1" {
 		os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// A binary built with -race sleeps a second before it exits, to let
+	// other goroutines report races: the supervisors and serves this
+	// binary becomes have nothing to wait for, and a start's stop waits
+	// for them.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	serve.BecomeSubreaper()
 	os.Exit(m.Run())
 }

@@ -36,6 +36,11 @@ func TestMain(m *testing.M) {
 		treeGate()
 		return
 	}
+	// A binary built with -race sleeps a second before it exits, to let
+	// other goroutines report races: the supervisors and serves this
+	// binary becomes have nothing to wait for, and a start's stop waits
+	// for them.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	if err := BecomeSubreaper(); err != nil {
 		fmt.Fprintln(os.Stderr, "subreaper:", err)
 		os.Exit(1)
