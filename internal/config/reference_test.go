@@ -36,7 +36,7 @@ func writeReference(t *testing.T, res *report.Result) string {
 	// is bounded on its own. A reference too large for result.json has
 	// them there only.
 	replies := res.Replies
-	if len(replies) > 0 && len(replies[0].Generated) > 1000 {
+	if len(replies) > 0 && len(replies[0].Generated) > 0 && len(replies[0].Generated[0].Text) > 1000 {
 		res.Replies = nil
 		defer func() { res.Replies = replies }()
 	}
@@ -133,9 +133,12 @@ func TestCheckReferenceBad(t *testing.T) {
 			[]string{`its reply 7 (to "Request 2.2: `, `has the error "HTTP 500\x1b[2J"`}},
 		{"too large", func(c *Config, res *report.Result) {
 			// Each reply file within a run file's bound, all of them
-			// past out/reference.json's.
+			// past out/reference.json's: 15 replies of a token of
+			// 1.2 MB (as many bytes in tokens of a few bytes are
+			// 50,000 objects a reply, seconds to encode and decode).
+			long := strings.Repeat("w", 1_200_000)
 			for i := range res.Replies {
-				res.Replies[i].Generated = make([]measure.Token, 50_000)
+				res.Replies[i].Generated = []measure.Token{{Text: long}}
 			}
 		}, []string{"its replies to this run's prompts come to ", "more than the 16777216 out/reference.json may hold"}},
 		{"record", func(c *Config, res *report.Result) { c.Kind = report.KindReference },

@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 	if id := os.Getenv("HOLD_CONTENDER"); id != "" {
 		os.Exit(contender(id))
 	}
+	// A binary built with -race sleeps a second before it exits, to let
+	// other goroutines report races: the contenders this binary becomes
+	// have nothing to wait for, and the tests wait for their exits.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	os.Exit(m.Run())
 }
 

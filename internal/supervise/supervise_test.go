@@ -131,8 +131,11 @@ func TestRootFrozenCgroupStopsARunaway(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer syscall.Wait4(pid, nil, 0, nil)
-			// Let it make a crowd of sleeping orphans.
-			for deadline := time.Now().Add(time.Minute); c.members() < 20 && time.Now().Before(deadline); {
+			// Let it make a crowd of sleeping orphans. One member at a
+			// time is passing (the sh -c between its start and its exit,
+			// which may be gone before the freeze): 21 counted are 20
+			// that stay.
+			for deadline := time.Now().Add(time.Minute); c.members() < 21 && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
 			seen := map[key]bool{}
