@@ -50,11 +50,7 @@ func setUp(t *testing.T) *realOllama {
 		t.Fatal(err)
 	}
 	o := &realOllama{dir: t.TempDir(), ollama: ollama}
-	o.gate = filepath.Join(o.dir, "npu-serve-smoke")
-	build := exec.Command("go", "build", "-o", o.gate, "github.com/npu-serve-smoke/npu-serve-smoke/cmd/action")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the gate: %v\n%s", err, out)
-	}
+	o.gate = buildGate(t, o.dir)
 	s, err := startOllama(ollama, o.dir, "create.log")
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +72,17 @@ func setUp(t *testing.T) *realOllama {
 		t.Fatalf("the Ollama that created the model left processes behind: %s", strings.Join(left, "; "))
 	}
 	return o
+}
+
+// buildGate builds the gate from this repository into dir.
+func buildGate(t *testing.T, dir string) string {
+	t.Helper()
+	gate := filepath.Join(dir, "npu-serve-smoke")
+	build := exec.Command("go", "build", "-o", gate, "github.com/npu-serve-smoke/npu-serve-smoke/cmd/action")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the gate: %v\n%s", err, out)
+	}
+	return gate
 }
 
 // skip skips the test when told to (skipVar=skip), saying so on the console
@@ -117,13 +124,31 @@ func (o *realOllama) command(t *testing.T, command, model, name string, port int
 	args = append([]string{command, "--preset", "ollama", "--serve", serveLine, "--model", model,
 		"--hold", "none", "--port", strconv.Itoa(port), "--max-tokens", strconv.Itoa(maxTokens),
 		"--first-token-ms", firstTokenMS, "--out", out}, args...)
+	g := runGate(t, o.gate, o.dir, ollamaEnv(o.dir), port, out, args)
+	// Ollama serves from a runner process of its own: the stop had to reach
+	// it too.
+	log, err := os.ReadFile(filepath.Join(out, report.LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(log, []byte(`msg="llama runner started`)) {
+		t.Errorf("serve.log does not say Ollama started its runner (`msg=\"llama runner started`): the stop was not tested on a serve with a child")
+	}
+	return g
+}
+
+// runGate runs the gate (args, its out/ at out) with env, then checks it
+// left nothing behind: no survivor in result.json, no process whose
+// command line or environment names dir, port free.
+func runGate(t *testing.T, gate, dir string, env []string, port int, out string, args []string) gateRun {
+	t.Helper()
 	console, err := os.Create(out + ".console")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer console.Close()
-	cmd := exec.Command(o.gate, args...)
-	cmd.Env = ollamaEnv(o.dir)
+	cmd := exec.Command(gate, args...)
+	cmd.Env = env
 	// The console goes to a file, not a pipe, and the gate is cancelled
 	// (SIGTERM) if the test dies: a gate whose reader died would die of
 	// SIGPIPE before stopping its serve. Pdeathsig fires when the thread
@@ -147,21 +172,12 @@ func (o *realOllama) command(t *testing.T, command, model, name string, port int
 		t.Fatalf("the run left no result: %v", err)
 	}
 	g.res = res
-	// Ollama serves from a runner process of its own: the stop has to reach
-	// it too.
-	log, err := os.ReadFile(filepath.Join(out, report.LogFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(log, []byte(`msg="llama runner started`)) {
-		t.Errorf("serve.log does not say Ollama started its runner (`msg=\"llama runner started`): the stop was not tested on a serve with a child")
-	}
 	t.Logf("stop: %s after %.0f ms, %d swept, %d survivors", res.Serve.Exit, res.Serve.StopMS, res.Serve.Swept, res.Serve.Survivors)
 	if res.Serve.Survivors != 0 {
 		t.Errorf("result.json: serve.survivors = %d, want 0", res.Serve.Survivors)
 	}
-	if left := leftBehind(o.dir); len(left) > 0 {
-		t.Errorf("after the gate exited, Ollama processes are left: %s", strings.Join(left, "; "))
+	if left := leftBehind(dir); len(left) > 0 {
+		t.Errorf("after the gate exited, the serve's processes are left: %s", strings.Join(left, "; "))
 	}
 	if err := portFree(port); err != nil {
 		t.Errorf("after the gate exited, port %d is not free: %v", port, err)

@@ -313,6 +313,7 @@ var Others = map[string]string{
 	"go":               "the Go tool: set-up and test commands are checked against .ci/run",
 	".ci/tools":        "checked against .ci/run",
 	".ci/ollama":       "checked against .ci/run",
+	".ci/llama-server": "builds the llama-server of realserve/'s llama.cpp tests (docs/development.md); .ci/run does not run it",
 	"cd":               "checked against .ci/run where the README names it",
 	"curl":             "a release's download (docs/runner.md): the release workflow's assets",
 	"sha256sum":        "a release's checksums (docs/runner.md, docs/releasing.md)",
