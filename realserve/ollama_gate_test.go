@@ -91,7 +91,7 @@ func skip(t *testing.T) bool {
 	t.Helper()
 	if v := os.Getenv(skipVar); v == "skip" {
 		fmt.Printf("SKIP %s: the real-serve tests did not run (%s=skip)\n", t.Name(), skipVar)
-		t.Skipf("%s=skip: the gate was not run against a real Ollama", skipVar)
+		t.Skipf("%s=skip: the gate was not run against a real serve", skipVar)
 		return true
 	} else if v != "" {
 		t.Fatalf("%s=%q: the only value it takes is skip", skipVar, v)
