@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +23,7 @@ type Proc struct {
 
 func (p Proc) String() string { return fmt.Sprintf("pid %d (%s)", p.PID, p.Command) }
 
-// List is every process /proc shows.
+// List is every process /proc shows, with its command line.
 func List() []Proc {
 	var out []Proc
 	for _, pid := range supervise.PIDs() {
@@ -35,8 +34,31 @@ func List() []Proc {
 	return out
 }
 
-// Stat reads one process from /proc.
+// snapshot is every process /proc shows, without command lines (Command
+// is the short name the kernel keeps): half the reads of List, for the
+// walks that only need the tree. withCommand adds the command line to a
+// process that is shown to a person.
+func snapshot() []Proc {
+	var out []Proc
+	for _, pid := range supervise.PIDs() {
+		if p, ok := stat(pid); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Stat reads one process from /proc, with its command line.
 func Stat(pid int) (Proc, bool) {
+	p, ok := stat(pid)
+	if ok {
+		p = withCommand(p)
+	}
+	return p, ok
+}
+
+// stat reads one process's /proc/PID/stat.
+func stat(pid int) (Proc, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return Proc{}, false
@@ -58,19 +80,29 @@ func Stat(pid int) (Proc, bool) {
 	p.SID, _ = strconv.Atoi(f[3])
 	p.Start, _ = strconv.ParseUint(f[19], 10, 64)
 	p.Command = comm
-	if cl, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(cl) > 0 {
+	return p, true
+}
+
+// withCommand gives p its command line, cut to 200 bytes, where /proc
+// still has one (a zombie's is empty: it keeps its short name).
+func withCommand(p Proc) Proc {
+	if cl, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID)); err == nil && len(cl) > 0 {
 		p.Command = strings.TrimSpace(string(bytes.ReplaceAll(cl, []byte{0}, []byte{' '})))
 	}
 	if len(p.Command) > 200 {
 		p.Command = p.Command[:200]
 	}
-	return p, true
+	return p
 }
 
 // Descendants is every process below pid, pid itself included, as /proc
-// shows them now.
+// shows them now, without command lines (see snapshot).
 func Descendants(pid int) []Proc {
-	all := List()
+	return below(snapshot(), pid)
+}
+
+// below is every process of all below pid, pid itself included.
+func below(all []Proc, pid int) []Proc {
 	children := map[int][]Proc{}
 	var out []Proc
 	for _, p := range all {
@@ -96,31 +128,48 @@ func Listeners(port int) []Proc {
 // process it can see holds: another user's (whose descriptors only root may
 // read), or hidden by /proc's hidepid or a PID namespace.
 func listeners(port int) (procs []Proc, unseen []int) {
-	inodes := map[string]int{}
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		listeningInodes(f, port, inodes)
-	}
+	inodes := listeningSockets(port)
 	if len(inodes) == 0 {
 		return nil, nil
 	}
-	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
-	seen := map[int]bool{}
+	return holders(inodes, supervise.PIDs())
+}
+
+// listeningSockets is the inodes of the sockets listening on TCP port, and their
+// owners' uids: asked of the kernel (sock_diag), else read from
+// /proc/net/tcp and tcp6.
+func listeningSockets(port int) map[string]int {
+	inodes := map[string]int{}
+	if listeningInodesDiag(port, inodes) != nil {
+		clear(inodes)
+		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			listeningInodes(f, port, inodes)
+		}
+	}
+	return inodes
+}
+
+// holders is the processes of pids that hold one of inodes, and the
+// owners of the inodes none of them holds.
+func holders(inodes map[string]int, pids []int) (procs []Proc, unseen []int) {
 	found := map[string]bool{}
-	for _, fd := range fds {
-		target, err := os.Readlink(fd)
-		if err != nil || !strings.HasPrefix(target, "socket:[") {
+	for _, pid := range pids {
+		dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+		fds, _ := readNames(dir)
+		holds := false
+		for _, fd := range fds {
+			target, err := os.Readlink(dir + fd)
+			if err != nil || !strings.HasPrefix(target, "socket:[") {
+				continue
+			}
+			inode := strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")
+			if _, ok := inodes[inode]; ok {
+				found[inode], holds = true, true
+			}
+		}
+		if !holds {
 			continue
 		}
-		inode := strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")
-		if _, ok := inodes[inode]; !ok {
-			continue
-		}
-		found[inode] = true
-		pid, _ := strconv.Atoi(strings.Split(fd, "/")[2])
-		if seen[pid] {
-			continue
-		}
-		seen[pid] = true
 		if p, ok := Stat(pid); ok {
 			procs = append(procs, p)
 		}
@@ -132,6 +181,16 @@ func listeners(port int) (procs []Proc, unseen []int) {
 	}
 	slices.Sort(unseen)
 	return procs, unseen
+}
+
+// readNames is the names in dir, unsorted.
+func readNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
 }
 
 // listeningInodes adds the inodes of sockets in LISTEN state on port, and

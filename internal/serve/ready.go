@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 // PollEvery is how often the health paths are asked while the serve starts.
@@ -184,16 +186,25 @@ func (e *StrangerError) Error() string {
 // tree, so a stale server is never measured in its place. The tree is
 // everything below the supervisor, and what is in the serve's cgroup: a
 // helper that left the serve's own tree (a daemon's double fork) came back
-// to the supervisor, and is the serve's still.
+// to the supervisor, and is the serve's still. A listening socket one of
+// the serve's processes holds is the serve's, whoever else shares it.
 func (p *Process) CheckListener(port int) error {
-	tree := Descendants(p.super)
-	for _, pid := range cgroupPIDs(p.contain.Cgroup) {
-		tree = append(tree, Proc{PID: pid})
+	inodes := listeningSockets(port)
+	if len(inodes) == 0 {
+		return nil
+	}
+	tree := p.listenerTree()
+	// The serve's own processes are asked first: where they hold every
+	// listening socket on the port, no other socket is there to answer.
+	// Only when one is not theirs is every process on the machine read,
+	// to name it.
+	if _, unseen := holders(inodes, tree); len(unseen) == 0 {
+		return nil
 	}
 	var strangers []Proc
-	holders, unseen := listeners(port)
-	for _, h := range holders {
-		if h.PID == p.super || !slices.ContainsFunc(tree, func(t Proc) bool { return t.PID == h.PID }) {
+	held, unseen := holders(inodes, supervise.PIDs())
+	for _, h := range held {
+		if !slices.Contains(tree, h.PID) {
 			strangers = append(strangers, h)
 		}
 	}
@@ -201,4 +212,24 @@ func (p *Process) CheckListener(port int) error {
 		return &StrangerError{Port: port, Holders: strangers, Unseen: unseen}
 	}
 	return nil
+}
+
+// listenerTree is the processes whose sockets are the serve's: everything
+// below the supervisor, and what is in the serve's cgroup (a helper that
+// left the serve's own tree, a daemon's double fork, came back to the
+// supervisor, and is the serve's still); never the supervisor itself,
+// which listens on nothing of the serve's.
+func (p *Process) listenerTree() []int {
+	var tree []int
+	for _, pr := range Descendants(p.super) {
+		if pr.PID != p.super {
+			tree = append(tree, pr.PID)
+		}
+	}
+	for _, pid := range cgroupPIDs(p.contain.Cgroup) {
+		if pid != p.super && !slices.Contains(tree, pid) {
+			tree = append(tree, pid)
+		}
+	}
+	return tree
 }

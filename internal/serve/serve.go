@@ -154,7 +154,7 @@ func Start(o Options) (*Process, error) {
 		return nil, errors.New(ev.Error)
 	}
 	p.pid, p.contain = ev.PID, ev
-	if pr, ok := Stat(p.super); ok {
+	if pr, ok := stat(p.super); ok {
 		p.since = pr.Start
 	}
 	p.started = time.Unix(0, ev.StartedNS)
@@ -407,7 +407,7 @@ func (p *Process) resume(st *Stopped) {
 	if p.leaveStopped {
 		return
 	}
-	if pr, ok := Stat(p.super); ok && pr.State == 'T' && pr.Start == p.since {
+	if pr, ok := stat(p.super); ok && pr.State == 'T' && pr.Start == p.since {
 		unix.Kill(p.super, unix.SIGCONT)
 		st.SupervisorStopped++
 	}
@@ -422,7 +422,7 @@ func (p *Process) SupervisorRunning() bool {
 		return false
 	default:
 	}
-	pr, ok := Stat(p.super)
+	pr, ok := stat(p.super)
 	return ok && pr.State != 'T' && pr.State != 'Z'
 }
 
@@ -442,24 +442,33 @@ func (p *Process) survivors(tree []Proc) []Proc {
 		}
 	}
 	for _, pid := range cgroupPIDs(p.contain.Cgroup) {
-		if pr, ok := Stat(pid); ok {
+		if pr, ok := stat(pid); ok {
 			add(pr)
 		}
 	}
+	// One reading of /proc for the rest, taken as a look for orphans
+	// takes it (under the supervisors' lock).
+	supervisors.mu.Lock()
+	all := snapshot()
+	orphaned := orphansIn(all, p.since)
+	supervisors.mu.Unlock()
 	select {
 	case <-p.gone:
 	default:
-		for _, pr := range Descendants(p.super) {
+		for _, pr := range below(all, p.super) {
 			add(pr)
 		}
 	}
-	for _, pr := range List() {
+	for _, pr := range all {
 		if pr.PGID == p.pid || pr.SID == p.pid || inTree(tree, pr) {
 			add(pr)
 		}
 	}
-	for _, pr := range orphans(p.since) {
+	for _, pr := range orphaned {
 		add(pr)
+	}
+	for i := range out {
+		out[i] = withCommand(out[i])
 	}
 	return out
 }
@@ -483,7 +492,7 @@ func sweep(pgid int, tree []Proc, cgroup string, since uint64, until time.Time) 
 			orphaned[pr.PID] = true
 		}
 		var alive []Proc
-		for _, pr := range List() {
+		for _, pr := range snapshot() {
 			theirs := pr.PGID == pgid || pr.SID == pgid || inCgroup[pr.PID] || orphaned[pr.PID] || inTree(tree, pr)
 			switch {
 			case pr.PID == self || !theirs:
@@ -585,9 +594,18 @@ func orphans(since uint64) []Proc {
 	// its supervisors.
 	supervisors.mu.Lock()
 	defer supervisors.mu.Unlock()
+	return orphansIn(snapshot(), since)
+}
+
+// orphansIn is orphans, from all, a reading of /proc taken while the
+// supervisors' lock was held.
+func orphansIn(all []Proc, since uint64) []Proc {
+	if since == 0 {
+		return nil
+	}
 	self := os.Getpid()
 	children := map[int][]Proc{}
-	for _, pr := range List() {
+	for _, pr := range all {
 		children[pr.PPID] = append(children[pr.PPID], pr)
 	}
 	var out []Proc

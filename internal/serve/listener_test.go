@@ -1,0 +1,89 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The kernel's answer over sock_diag is the one /proc/net/tcp and tcp6
+// give: the same listening sockets, their inodes and owners, on IPv4 and
+// IPv6, and nothing for a port nothing listens on.
+func TestListeningSocketsFromTheKernel(t *testing.T) {
+	ln4, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln4.Close()
+	port := ln4.Addr().(*net.TCPAddr).Port
+	want := 1
+	if ln6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port))); err == nil {
+		defer ln6.Close()
+		want = 2
+	} else {
+		t.Logf("no IPv6 listener on ::1 (%v): IPv4 only", err)
+	}
+	// A connection to it: an established socket on the port is no listener.
+	c, err := net.Dial("tcp4", ln4.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	diag := map[string]int{}
+	if err := listeningInodesDiag(port, diag); err != nil {
+		t.Skipf("sock_diag cannot be asked here: %v", err)
+	}
+	proc := map[string]int{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		listeningInodes(f, port, proc)
+	}
+	if len(diag) != want || !cmp.Equal(diag, proc) {
+		t.Errorf("sock_diag: %v; /proc/net/tcp: %v; want the same %d listening sockets", diag, proc, want)
+	}
+	for _, uid := range diag {
+		if uid != os.Geteuid() {
+			t.Errorf("sock_diag: owner uid %d, want this process's %d", uid, os.Geteuid())
+		}
+	}
+	ln4.Close()
+	none := map[string]int{}
+	if err := listeningInodesDiag(port, none); err != nil || (want == 1 && len(none) != 0) || len(none) > 1 {
+		t.Errorf("sock_diag after the IPv4 listener closed: %v, %v", none, err)
+	}
+}
+
+// A stranger on another address of the serve's port is named, though the
+// serve holds its own listening socket there: the serve's processes are
+// asked first, and every process only when a socket is not theirs.
+func TestCheckListenerNamesAStrangerBesideTheServe(t *testing.T) {
+	port := freePort(t)
+	p := fake(t, port)
+	if _, err := p.WaitReady(context.Background(), base(port), autoPaths, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckListener(port); err != nil {
+		t.Fatalf("CheckListener() of the serve's own port = %v", err)
+	}
+	ln, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
+	if err != nil {
+		t.Skipf("no IPv6 loopback to listen on beside the serve: %v", err)
+	}
+	defer ln.Close()
+	err = p.CheckListener(port)
+	var stranger *StrangerError
+	if !errors.As(err, &stranger) || len(stranger.Holders) != 1 || stranger.Holders[0].PID != os.Getpid() {
+		t.Fatalf("CheckListener(%d) with this test on [::1]:%d = %v, want this test, alone, named as the stranger", port, port, err)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("pid %d (%s", os.Getpid(), os.Args[0])) {
+		t.Errorf("the stranger is named by its command line: %v", err)
+	}
+}
