@@ -398,6 +398,16 @@ func (r *Reader) nvidiaSMI(ctx context.Context, pids []int) Tool {
 	return t
 }
 
+// MaxToolOutput is how much of a vendor tool's output is read.
+const MaxToolOutput = 1 << 20
+
+// run runs a vendor's tool from PATH in a process group of its own, and
+// returns what it printed. It never waits past ctx: a tool that does not
+// answer in time is killed with everything it started (a child of its
+// own holding its output open would otherwise keep the gate waiting for
+// as long as it lives), one that prints more than MaxToolOutput is killed
+// at once, and one that exits leaving a process of its own running is an
+// error, the process killed.
 func (r *Reader) run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	if r.Run != nil {
 		return r.Run(ctx, name, args...)
@@ -405,11 +415,76 @@ func (r *Reader) run(ctx context.Context, name string, args ...string) ([]byte, 
 	if _, err := exec.LookPath(name); err != nil {
 		return nil, err
 	}
-	out, err := exec.CommandContext(ctx, name, args...).Output()
-	if len(out) > 1<<20 {
-		out = out[:1<<20]
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	// As internal/energy runs the same tools for power: its own group,
+	// killed whole, gone with the gate.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// After the tool exits (or is killed), what still holds its output
+	// has this long to let go.
+	cmd.WaitDelay = 100 * time.Millisecond
+	out := &capped{max: MaxToolOutput, over: cancel}
+	cmd.Stdout = out
+	err := cmd.Run()
+	left := false
+	if cmd.Process != nil {
+		left = killGroup(cmd.Process.Pid)
 	}
-	return out, err
+	switch {
+	case out.cut:
+		return nil, fmt.Errorf("printed more than %d MiB: not read", MaxToolOutput>>20)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, fmt.Errorf("did not answer in time (at most %s): killed", ToolWait)
+	case left:
+		return nil, errors.New("left a process of its own running (killed): not read")
+	case err != nil:
+		return nil, err
+	}
+	return out.b, nil
+}
+
+// killGroup kills what is left of a tool's process group once the tool
+// is reaped (its pid, the group's id, is not taken again while the group
+// has a member), and reaps what of it came back to the gate, a child
+// subreaper, for a second at most (a process in the driver's
+// uninterruptible sleep dies when it leaves it). It reports whether
+// anything was left.
+func killGroup(pgid int) bool {
+	if syscall.Kill(-pgid, syscall.SIGKILL) != nil {
+		return false
+	}
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for {
+			pid, err := syscall.Wait4(-pgid, nil, syscall.WNOHANG, nil)
+			if err != nil {
+				return true // none of the group is the gate's child (ECHILD)
+			}
+			if pid == 0 {
+				break // one runs still
+			}
+		}
+	}
+	return true
+}
+
+// capped keeps at most max bytes, and calls over once more come.
+type capped struct {
+	b    []byte
+	max  int
+	cut  bool
+	over func()
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if len(c.b)+len(p) > c.max {
+		c.cut = true
+		c.over()
+		return 0, errors.New("too much output")
+	}
+	c.b = append(c.b, p...)
+	return len(p), nil
 }
 
 // reason says why something could not be read, in a few words.
