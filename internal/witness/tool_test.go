@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeTool puts an executable named name on PATH, running script.
@@ -47,7 +49,15 @@ func TestToolBounded(t *testing.T) {
 			"", "printed more than 1 MiB", time.Minute},
 		{"leaves a child", "sleep 3602.5 &\necho '| NPU Chip | Process id | Process name | Process memory(MB) |'\n",
 			"sleep 3602.5", "left a process of its own running", time.Minute},
+		// A helper that ended, unreaped, comes back to the gate (a child
+		// subreaper) as a zombie: nothing left running.
+		{"leaves a helper that ended", "true &\nsleep 0.2\necho '| NPU Chip | Process id | Process name | Process memory(MB) |'\n",
+			"", "lists none of the serve's processes (0 listed)", time.Minute},
 	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			fakeTool(t, "npu-smi", tc.script)

@@ -449,24 +449,31 @@ func (r *Reader) run(ctx context.Context, name string, args ...string) ([]byte, 
 // is reaped (its pid, the group's id, is not taken again while the group
 // has a member), and reaps what of it came back to the gate, a child
 // subreaper, for a second at most (a process in the driver's
-// uninterruptible sleep dies when it leaves it). It reports whether
-// anything was left.
+// uninterruptible sleep dies when it leaves it). It reports whether a
+// process of the group was left running: a zombie the gate holds is
+// reaped first, and is none.
 func killGroup(pgid int) bool {
+	reapGroup(pgid)
 	if syscall.Kill(-pgid, syscall.SIGKILL) != nil {
 		return false
 	}
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		for {
-			pid, err := syscall.Wait4(-pgid, nil, syscall.WNOHANG, nil)
-			if err != nil {
-				return true // none of the group is the gate's child (ECHILD)
-			}
-			if pid == 0 {
-				break // one runs still
-			}
-		}
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && !reapGroup(pgid); time.Sleep(5 * time.Millisecond) {
 	}
 	return true
+}
+
+// reapGroup reaps the gate's exited children of group pgid, and reports
+// whether none of the group is the gate's child any more (ECHILD).
+func reapGroup(pgid int) bool {
+	for {
+		pid, err := syscall.Wait4(-pgid, nil, syscall.WNOHANG, nil)
+		if err != nil {
+			return true
+		}
+		if pid == 0 {
+			return false // one runs still
+		}
+	}
 }
 
 // capped keeps at most max bytes, and calls over once more come.
