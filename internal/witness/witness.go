@@ -82,6 +82,7 @@ type Sample struct {
 	At        time.Time
 	Processes int      // processes read
 	Unread    []string // "pid 42: permission denied"
+	Hiding    []string // "pid 42": of Unread, those the gate's own user runs (not dumpable)
 	Held      []string // device nodes of the classes held open
 	Mapped    []string // backend libraries mapped
 	Cut       []string // what the bounds left out
@@ -130,6 +131,9 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 			s.Unread = append(s.Unread, fmt.Sprintf("pid %d: alive but not in %s (hidepid, or another PID namespace)", pid, r.Proc))
 		default:
 			s.Unread = append(s.Unread, fmt.Sprintf("pid %d: %s", pid, reason(err)))
+			if errors.Is(err, fs.ErrPermission) && r.ownUser(pid) {
+				s.Hiding = append(s.Hiding, fmt.Sprintf("pid %d", pid))
+			}
 		}
 	}
 	s.Held, s.Mapped = kept(held, &s.Cut, "device nodes"), kept(mapped, &s.Cut, "libraries")
@@ -166,6 +170,44 @@ func (r *Reader) process(s *Sample, pid int, held, mapped map[string]bool) error
 		r.fdinfo(s, pid, filepath.Join(dir, "fdinfo", fd))
 	}
 	return r.maps(s, pid, filepath.Join(dir, "maps"), mapped)
+}
+
+// ownUser reports whether process pid runs as the gate's own user, every
+// user and group id of it the gate's (/proc/PID/status, which anyone may
+// read): its descriptors refused are its own doing, not dumpable, as
+// another user's, a set-user-id program's or one hidden by hidepid are
+// not.
+func (r *Reader) ownUser(pid int) bool {
+	b, err := os.ReadFile(filepath.Join(r.Proc, strconv.Itoa(pid), "status"))
+	if err != nil {
+		return false
+	}
+	want := map[string]int{"Uid:": os.Geteuid(), "Gid:": os.Getegid()}
+	seen := 0
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		id, ok := want[firstOf(f)]
+		if !ok {
+			continue
+		}
+		if len(f) != 5 {
+			return false
+		}
+		for _, v := range f[1:] {
+			if n, err := strconv.Atoi(v); err != nil || n != id {
+				return false
+			}
+		}
+		seen++
+	}
+	return seen == len(want)
+}
+
+func firstOf(f []string) string {
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 // readDir lists at most n+1 names of a directory, so that a process with
@@ -516,6 +558,7 @@ func (r *Reader) Witness(first, last Sample, binary bool) judge.Witness {
 	w.Held = union(first.Held, last.Held)
 	w.Mapped = union(first.Mapped, last.Mapped)
 	w.Unread = union(first.Unread, last.Unread)
+	w.Hiding = union(first.Hiding, last.Hiding)
 	if cut := union(first.Cut, last.Cut); len(cut) > 0 {
 		w.Cut = strings.Join(cut, "; ")
 	}
