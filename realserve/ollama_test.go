@@ -28,7 +28,7 @@ const OllamaVersion = "v0.12.11"
 const skipVar = "NPU_SERVE_SMOKE_REALSERVE"
 
 // install says how to get the Ollama these tests need.
-const install = "build it with .ci/ollama (after .ci/tools, which installs the C++ headers it needs; it runs go install github.com/ollama/ollama@" +
+const install = "build it with .ci/ollama (after .ci/tools --ci, which installs the C++ headers it needs; it runs go install github.com/ollama/ollama@" +
 	OllamaVersion + ": minutes the first time, seconds after) and put $(go env GOPATH)/bin on PATH, or set " +
 	skipVar + "=skip to skip these tests"
 

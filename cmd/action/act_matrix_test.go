@@ -202,9 +202,9 @@ func actPath(t *testing.T) string {
 	}
 	if err != nil {
 		if os.Getenv("NPU_SERVE_SMOKE_ACT") == "required" {
-			t.Fatalf("act is required and not installed: %v; run .ci/tools", err)
+			t.Fatalf("act is required and not installed: %v; run .ci/tools --ci", err)
 		}
-		t.Skip("act is not installed; .ci/tools installs it")
+		t.Skip("act is not installed; .ci/tools --ci installs it")
 	}
 	if testing.Short() {
 		t.Skip("-short")

@@ -18,7 +18,7 @@ import (
 // actions/setup-go stand replaced by a no-op (the workspace is the work
 // tree, and Go is the machine's).
 //
-// It needs act on PATH (.ci/tools installs it). Without it the test skips,
+// It needs act on PATH (.ci/tools --ci installs it). Without it the test skips,
 // unless NPU_SERVE_SMOKE_ACT=required, as .ci/run sets.
 func TestActionUnderAct(t *testing.T) {
 	act := findAct(t)
@@ -155,9 +155,9 @@ func findAct(t *testing.T) string {
 	}
 	if err != nil {
 		if os.Getenv("NPU_SERVE_SMOKE_ACT") == "required" {
-			t.Fatalf("act is required and not installed: %v; run .ci/tools", err)
+			t.Fatalf("act is required and not installed: %v; run .ci/tools --ci", err)
 		}
-		t.Skip("act is not installed; .ci/tools installs it")
+		t.Skip("act is not installed; .ci/tools --ci installs it")
 	}
 	if testing.Short() {
 		t.Skip("-short")

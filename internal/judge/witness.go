@@ -45,6 +45,11 @@ type Witness struct {
 	// not be read, and why ("pid 42: permission denied"): one of them may
 	// hold what the others do not.
 	Unread []string `json:"unread,omitempty"`
+	// Hiding are those of Unread that run as the gate's own user, all
+	// their ids its, and are not dumpable: the serve's own process hid
+	// its descriptors (prctl PR_SET_DUMPABLE, or an executable this user
+	// cannot read), as no other user's rules or hidepid did.
+	Hiding []string `json:"hiding,omitempty"`
 	// Held are the device nodes of the classes held open, Mapped the
 	// backend libraries mapped, by any of the serve's processes.
 	Held   []string `json:"held,omitempty"`
@@ -134,6 +139,12 @@ func (w *Witness) weigh(a Assertion, ev Evidence) Assertion {
 	}
 	took := len(w.Held) > 0 || len(w.Mapped) > 0
 	neither := ev.Fast == nil && ev.Slow == nil
+	if a.OK && !took && len(w.Hiding) > 0 {
+		a.OK = false
+		a.Detail += fmt.Sprintf("; but %s, and %d of the serve's processes run as the gate's own user yet hide their descriptors from it (%s: not dumpable: prctl PR_SET_DUMPABLE, or an executable this user cannot read): the fast route is not taken on the log's word alone",
+			w.seen(), len(w.Hiding), strings.Join(w.Hiding, ", "))
+		return a
+	}
 	if a.OK && !took && len(w.Unread) > 0 {
 		a.Detail += fmt.Sprintf("; witnesses: not witnessed: %s, and %d of the serve's processes could not be read (%s): the verdict rests on the log",
 			w.seen(), len(w.Unread), strings.Join(w.Unread, ", "))

@@ -43,6 +43,11 @@ func TestRouteWitnessed(t *testing.T) {
 			fastQ + "; but " + none + ": this run is not on the fast route"},
 		{"fast words, no device, a process unread: not witnessed", fastEv, npuWitness(func(w *Witness) { w.Unread = []string{"pid 9: permission denied"} }), true,
 			fastQ + "; witnesses: not witnessed: " + none + ", and 1 of the serve's processes could not be read (pid 9: permission denied): the verdict rests on the log"},
+		{"fast words, no device, a process of the gate's own user that hides its descriptors: FAIL", fastEv, npuWitness(func(w *Witness) {
+			w.Unread = []string{"pid 9: permission denied"}
+			w.Hiding = []string{"pid 9"}
+		}), false,
+			fastQ + "; but " + none + ", and 1 of the serve's processes run as the gate's own user yet hide their descriptors from it (pid 9: not dumpable: prctl PR_SET_DUMPABLE, or an executable this user cannot read): the fast route is not taken on the log's word alone"},
 		{"fast words, a device held", fastEv, npuWitness(func(w *Witness) { w.Held = []string{"/dev/accel/accel0"} }), true,
 			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*)`},
 		{"fast words, a device held, a process unread: the held device witnesses it", fastEv, npuWitness(func(w *Witness) {

@@ -82,6 +82,7 @@ type Sample struct {
 	At        time.Time
 	Processes int      // processes read
 	Unread    []string // "pid 42: permission denied"
+	Hiding    []string // "pid 42": of Unread, those the gate's own user runs (not dumpable)
 	Held      []string // device nodes of the classes held open
 	Mapped    []string // backend libraries mapped
 	Cut       []string // what the bounds left out
@@ -130,6 +131,9 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 			s.Unread = append(s.Unread, fmt.Sprintf("pid %d: alive but not in %s (hidepid, or another PID namespace)", pid, r.Proc))
 		default:
 			s.Unread = append(s.Unread, fmt.Sprintf("pid %d: %s", pid, reason(err)))
+			if errors.Is(err, fs.ErrPermission) && r.ownUser(pid) {
+				s.Hiding = append(s.Hiding, fmt.Sprintf("pid %d", pid))
+			}
 		}
 	}
 	s.Held, s.Mapped = kept(held, &s.Cut, "device nodes"), kept(mapped, &s.Cut, "libraries")
@@ -166,6 +170,44 @@ func (r *Reader) process(s *Sample, pid int, held, mapped map[string]bool) error
 		r.fdinfo(s, pid, filepath.Join(dir, "fdinfo", fd))
 	}
 	return r.maps(s, pid, filepath.Join(dir, "maps"), mapped)
+}
+
+// ownUser reports whether process pid runs as the gate's own user, every
+// user and group id of it the gate's (/proc/PID/status, which anyone may
+// read): its descriptors refused are its own doing, not dumpable, as
+// another user's, a set-user-id program's or one hidden by hidepid are
+// not.
+func (r *Reader) ownUser(pid int) bool {
+	b, err := os.ReadFile(filepath.Join(r.Proc, strconv.Itoa(pid), "status"))
+	if err != nil {
+		return false
+	}
+	want := map[string]int{"Uid:": os.Geteuid(), "Gid:": os.Getegid()}
+	seen := 0
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		id, ok := want[firstOf(f)]
+		if !ok {
+			continue
+		}
+		if len(f) != 5 {
+			return false
+		}
+		for _, v := range f[1:] {
+			if n, err := strconv.Atoi(v); err != nil || n != id {
+				return false
+			}
+		}
+		seen++
+	}
+	return seen == len(want)
+}
+
+func firstOf(f []string) string {
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 // readDir lists at most n+1 names of a directory, so that a process with
@@ -398,6 +440,16 @@ func (r *Reader) nvidiaSMI(ctx context.Context, pids []int) Tool {
 	return t
 }
 
+// MaxToolOutput is how much of a vendor tool's output is read.
+const MaxToolOutput = 1 << 20
+
+// run runs a vendor's tool from PATH in a process group of its own, and
+// returns what it printed. It never waits past ctx: a tool that does not
+// answer in time is killed with everything it started (a child of its
+// own holding its output open would otherwise keep the gate waiting for
+// as long as it lives), one that prints more than MaxToolOutput is killed
+// at once, and one that exits leaving a process of its own running is an
+// error, the process killed.
 func (r *Reader) run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	if r.Run != nil {
 		return r.Run(ctx, name, args...)
@@ -405,11 +457,83 @@ func (r *Reader) run(ctx context.Context, name string, args ...string) ([]byte, 
 	if _, err := exec.LookPath(name); err != nil {
 		return nil, err
 	}
-	out, err := exec.CommandContext(ctx, name, args...).Output()
-	if len(out) > 1<<20 {
-		out = out[:1<<20]
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	// As internal/energy runs the same tools for power: its own group,
+	// killed whole, gone with the gate.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// After the tool exits (or is killed), what still holds its output
+	// has this long to let go.
+	cmd.WaitDelay = 100 * time.Millisecond
+	out := &capped{max: MaxToolOutput, over: cancel}
+	cmd.Stdout = out
+	err := cmd.Run()
+	left := false
+	if cmd.Process != nil {
+		left = killGroup(cmd.Process.Pid)
 	}
-	return out, err
+	switch {
+	case out.cut:
+		return nil, fmt.Errorf("printed more than %d MiB: not read", MaxToolOutput>>20)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, fmt.Errorf("did not answer in time (at most %s): killed", ToolWait)
+	case left:
+		return nil, errors.New("left a process of its own running (killed): not read")
+	case err != nil:
+		return nil, err
+	}
+	return out.b, nil
+}
+
+// killGroup kills what is left of a tool's process group once the tool
+// is reaped (its pid, the group's id, is not taken again while the group
+// has a member), and reaps what of it came back to the gate, a child
+// subreaper, for a second at most (a process in the driver's
+// uninterruptible sleep dies when it leaves it). It reports whether a
+// process of the group was left running: a zombie the gate holds is
+// reaped first, and is none.
+func killGroup(pgid int) bool {
+	reapGroup(pgid)
+	if syscall.Kill(-pgid, syscall.SIGKILL) != nil {
+		return false
+	}
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && !reapGroup(pgid); time.Sleep(5 * time.Millisecond) {
+	}
+	return true
+}
+
+// reapGroup reaps the gate's exited children of group pgid, and reports
+// whether none of the group is the gate's child any more (ECHILD).
+func reapGroup(pgid int) bool {
+	for {
+		pid, err := syscall.Wait4(-pgid, nil, syscall.WNOHANG, nil)
+		if err != nil {
+			return true
+		}
+		if pid == 0 {
+			return false // one runs still
+		}
+	}
+}
+
+// capped keeps at most max bytes, and calls over once more come.
+type capped struct {
+	b    []byte
+	max  int
+	cut  bool
+	over func()
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if len(c.b)+len(p) > c.max {
+		c.cut = true
+		c.over()
+		return 0, errors.New("too much output")
+	}
+	c.b = append(c.b, p...)
+	return len(p), nil
 }
 
 // reason says why something could not be read, in a few words.
@@ -434,6 +558,7 @@ func (r *Reader) Witness(first, last Sample, binary bool) judge.Witness {
 	w.Held = union(first.Held, last.Held)
 	w.Mapped = union(first.Mapped, last.Mapped)
 	w.Unread = union(first.Unread, last.Unread)
+	w.Hiding = union(first.Hiding, last.Hiding)
 	if cut := union(first.Cut, last.Cut); len(cut) > 0 {
 		w.Cut = strings.Join(cut, "; ")
 	}

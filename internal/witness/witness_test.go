@@ -318,3 +318,67 @@ func TestOutside(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnUser: a process refused whose every user and group id is the
+// gate's hid its descriptors itself; another user's, a set-id program's,
+// or one whose status cannot be read did not.
+func TestOwnUser(t *testing.T) {
+	u, g := os.Geteuid(), os.Getegid()
+	ids := func(uid, gid [4]int) string {
+		return fmt.Sprintf("Name:\tpython3\nUid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nGroups:\t\n", uid[0], uid[1], uid[2], uid[3], gid[0], gid[1], gid[2], gid[3])
+	}
+	root := t.TempDir()
+	for pid, status := range map[int]string{
+		10: ids([4]int{u, u, u, u}, [4]int{g, g, g, g}),
+		11: ids([4]int{u + 1, u + 1, u + 1, u + 1}, [4]int{g, g, g, g}),
+		12: ids([4]int{u, u + 1, u + 1, u + 1}, [4]int{g, g, g, g}), // set-user-id
+		13: ids([4]int{u, u, u, u}, [4]int{g, g + 1, g + 1, g + 1}), // set-group-id
+		14: "Name:\tpython3\nUid:\t" + strconv.Itoa(u) + "\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(root, strconv.Itoa(pid)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, strconv.Itoa(pid), "status"), []byte(status), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &Reader{Proc: root}
+	for pid, want := range map[int]bool{10: true, 11: false, 12: false, 13: false, 14: false, 15: false} {
+		if got := r.ownUser(pid); got != want {
+			t.Errorf("ownUser(%d) = %v, want %v", pid, got, want)
+		}
+	}
+}
+
+// TestHiding: a process of the gate's own user that made itself not
+// dumpable (its descriptors refused to that same user) is said to hide
+// them. Run as an ordinary user: root reads every process's descriptors.
+func TestHiding(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any process's descriptors: run as an ordinary user")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	cmd := exec.Command(py, "-c", "import ctypes,sys; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); print(flush=True); sys.stdin.read()")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	if _, err := out.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reader{Proc: "/proc", Devices: []string{"/dev/accel/accel*"}}
+	s := r.Sample(context.Background(), []int{os.Getpid(), cmd.Process.Pid})
+	want := []string{fmt.Sprintf("pid %d", cmd.Process.Pid)}
+	if diff := cmp.Diff(want, s.Hiding); diff != "" {
+		t.Errorf("Hiding (-want +got):\n%s; Unread %v", diff, s.Unread)
+	}
+	if w := r.Witness(s, s, false); !cmp.Equal(w.Hiding, want) {
+		t.Errorf("Witness.Hiding = %v, want %v", w.Hiding, want)
+	}
+}
