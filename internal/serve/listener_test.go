@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // The kernel's answer over sock_diag is the one /proc/net/tcp and tcp6
@@ -62,8 +63,7 @@ func TestListeningSocketsFromTheKernel(t *testing.T) {
 }
 
 // A stranger on another address of the serve's port is named, though the
-// serve holds its own listening socket there: the serve's processes are
-// asked first, and every process only when a socket is not theirs.
+// serve holds its own listening socket there.
 func TestCheckListenerNamesAStrangerBesideTheServe(t *testing.T) {
 	port := freePort(t)
 	p := fake(t, port)
@@ -85,5 +85,49 @@ func TestCheckListenerNamesAStrangerBesideTheServe(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), fmt.Sprintf("pid %d (%s", os.Getpid(), os.Args[0])) {
 		t.Errorf("the stranger is named by its command line: %v", err)
+	}
+}
+
+// A process outside the serve's tree that shares the serve's own listening
+// socket (taken with pidfd_getfd, as one handed over a unix socket) would
+// answer in its place: it is named, though the serve holds the socket too.
+func TestCheckListenerNamesAnOutsiderSharingTheSocket(t *testing.T) {
+	port := freePort(t)
+	p := fake(t, port)
+	if _, err := p.WaitReady(context.Background(), base(port), autoPaths, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	inodes := listeningSockets(port)
+	dir := "/proc/" + strconv.Itoa(p.PID()) + "/fd/"
+	names, err := readNames(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := -1
+	for _, n := range names {
+		target, _ := os.Readlink(dir + n)
+		if inode, ok := strings.CutPrefix(target, "socket:["); ok {
+			if _, listening := inodes[strings.TrimSuffix(inode, "]")]; listening {
+				fd, _ = strconv.Atoi(n)
+			}
+		}
+	}
+	if fd < 0 {
+		t.Fatalf("the serve (pid %d) holds no listening socket on port %d", p.PID(), port)
+	}
+	pidfd, err := unix.PidfdOpen(p.PID(), 0)
+	if err != nil {
+		t.Skipf("pidfd_open: %v", err)
+	}
+	defer unix.Close(pidfd)
+	shared, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		t.Skipf("pidfd_getfd of the serve's socket (needs ptrace rights over it): %v", err)
+	}
+	defer unix.Close(shared)
+	err = p.CheckListener(port)
+	var stranger *StrangerError
+	if !errors.As(err, &stranger) || len(stranger.Holders) != 1 || stranger.Holders[0].PID != os.Getpid() {
+		t.Errorf("CheckListener(%d) with this test sharing the serve's socket = %v, want this test named as the stranger", port, err)
 	}
 }

@@ -186,21 +186,16 @@ func (e *StrangerError) Error() string {
 // tree, so a stale server is never measured in its place. The tree is
 // everything below the supervisor, and what is in the serve's cgroup: a
 // helper that left the serve's own tree (a daemon's double fork) came back
-// to the supervisor, and is the serve's still. A listening socket one of
-// the serve's processes holds is the serve's, whoever else shares it.
+// to the supervisor, and is the serve's still. Every process this user can
+// see is read, not the tree's alone: a process outside the tree that
+// shares the serve's listening socket (handed over a unix socket) would
+// answer in its place, and is named too.
 func (p *Process) CheckListener(port int) error {
 	inodes := listeningSockets(port)
 	if len(inodes) == 0 {
 		return nil
 	}
 	tree := p.listenerTree()
-	// The serve's own processes are asked first: where they hold every
-	// listening socket on the port, no other socket is there to answer.
-	// Only when one is not theirs is every process on the machine read,
-	// to name it.
-	if _, unseen := holders(inodes, tree); len(unseen) == 0 {
-		return nil
-	}
 	var strangers []Proc
 	held, unseen := holders(inodes, supervise.PIDs())
 	for _, h := range held {
