@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 const notDevice = "not a device variable; name the vendor's variable that makes devices visible (ASCEND_RT_VISIBLE_DEVICES, ZE_AFFINITY_MASK, CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, or a NAME_VISIBLE_DEVICES, NAME_DEVICES or NAME_AFFINITY_MASK)"
@@ -480,4 +481,56 @@ func cmpInt64(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// A waiter blocks on every holder of the pool at once and is granted when
+// the first goes; its waits on the others go on, each on a descriptor of
+// that holder's ticket. None of them may reach a command started under the
+// grant: there it would keep another's ticket open (a locker of it, to
+// status) after that holder and this one are gone.
+func TestWaitsDoNotReachCommands(t *testing.T) {
+	dir := t.TempDir()
+	pool := &Pool{Name: "npu", Members: []Member{{"npu0", "0"}, {"npu1", "1"}}}
+	dev := func() *Device { return &Device{Dir: dir, Name: "npu", Pool: pool, Count: 1} }
+	a, err := dev().Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dev().Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	got := make(chan *Ticket, 1)
+	go func() {
+		tk, err := dev().Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- tk
+	}()
+	eventually(t, "the waiter queued", func() bool {
+		st, _ := dev().Status()
+		return st != nil && len(st.Queue) == 1
+	})
+	a.Release()
+	c := <-got
+	if c == nil {
+		return
+	}
+	defer c.Release()
+	bPath := filepath.Join(dir, b.name)
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	for _, e := range fds {
+		fd, _ := strconv.Atoi(e.Name())
+		if target, _ := os.Readlink("/proc/self/fd/" + e.Name()); target != bPath {
+			continue
+		}
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			t.Errorf("fd %d, of the other holder's ticket %s, is not close-on-exec: a command started now would inherit it", fd, b.name)
+		}
+	}
 }
