@@ -29,10 +29,13 @@ func flockFD(fd, how int) error {
 // lockAsync starts waiting for a lock on f and reports when it is taken. The
 // wait holds a duplicate of f's descriptor: the lock belongs to the open
 // file, so it lasts while f (or the duplicate) is open, and a wait that is
-// given up takes the lock at most until it closes its duplicate.
+// given up takes the lock at most until it closes its duplicate. The
+// duplicate is close-on-exec: a wait still going on when a command is
+// started under the grant (a pool's waiter waits on every holder, and is
+// granted when the first goes) must not hand the command another ticket.
 func lockAsync(f *os.File, how int) <-chan error {
 	done := make(chan error, 1)
-	fd, err := unix.Dup(int(f.Fd()))
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		done <- err
 		return done

@@ -68,14 +68,63 @@ func contender(id string) int {
 		fmt.Println("child", p.Pid)
 		select {}
 	}
+	var witnesses []*os.File
+	if dir := os.Getenv("HOLD_WITNESS"); dir != "" {
+		for _, name := range t.Names() {
+			w, err := witness(filepath.Join(dir, name), os.Getenv("HOLD_KILLED"))
+			if err != nil {
+				fmt.Println("double hold:", err)
+				return 4
+			}
+			witnesses = append(witnesses, w)
+		}
+	}
 	hold, _ := time.ParseDuration(os.Getenv("HOLD_FOR"))
 	time.Sleep(hold)
 	record(id, "end")
+	// A holder that is not killed lets its witnesses go before its ticket.
+	for _, w := range witnesses {
+		w.Close()
+	}
 	if err := t.Release(); err != nil {
 		fmt.Println("error:", err)
 		return 3
 	}
 	return 0
+}
+
+// witness takes the exclusive flock of a device's witness file, which only
+// a holder of the device takes, without waiting: a holder finds it taken
+// only while another holds the device too. Only a holder the test killed
+// (its pid in the killed file, written before the kill) may still have it:
+// its ticket and its witness go as it exits, in no order the kernel
+// promises, so the witness is then waited for.
+func witness(path, killed string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			return f, nil
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return nil, err
+		}
+		pid := flockers()[fileID{st.Dev, st.Ino}]
+		if pid == 0 {
+			continue // let go between the try and the look
+		}
+		b, _ := os.ReadFile(killed)
+		if !slices.Contains(strings.Fields(string(b)), strconv.Itoa(pid)) {
+			return nil, fmt.Errorf("%s is held by pid %d, which was not killed, while this holder (pid %d) holds the device", filepath.Base(path), pid, os.Getpid())
+		}
+		if err := flock(f, unix.LOCK_EX); err != nil {
+			return nil, err
+		}
+		return f, nil
+	}
 }
 
 func record(id, what string) { recordAt(id, what, time.Now(), nil) }

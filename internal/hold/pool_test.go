@@ -1,10 +1,15 @@
 package hold
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 const notDevice = "not a device variable; name the vendor's variable that makes devices visible (ASCEND_RT_VISIBLE_DEVICES, ZE_AFFINITY_MASK, CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, or a NAME_VISIBLE_DEVICES, NAME_DEVICES or NAME_AFFINITY_MASK)"
@@ -319,5 +325,212 @@ func TestLoadPoolsNotRegular(t *testing.T) {
 	}
 	if ps, err := LoadPools(filepath.Join(dir, "none")); err != nil || len(ps.Names()) != 0 {
 		t.Errorf("LoadPools(a file that does not exist) = %v, %v; want no pools", ps, err)
+	}
+}
+
+// TestPoolNeverHeldTwice: contenders for one or two devices of a pool of
+// two, many at once, some killed at random while they wait or hold. Each
+// holder takes a witness lock per device it was granted without waiting:
+// one it finds taken by a holder that was not killed is a device held
+// twice. Those not killed must be granted, in turn, and every device's
+// holders (from their own records) must never overlap.
+func TestPoolNeverHeldTwice(t *testing.T) {
+	e := newEnv(t)
+	witnesses := t.TempDir()
+	killed := filepath.Join(t.TempDir(), "killed")
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("seed %d", seed)
+	const contenders, atOnce = 30, 6
+	type run struct {
+		cmd    *exec.Cmd
+		out    *bufio.Reader
+		count  int
+		killed bool
+		done   chan error
+	}
+	runs := make([]*run, contenders)
+	live := 0
+	next := 0
+	for next < contenders || live > 0 {
+		for next < contenders && live < atOnce {
+			n := 1 + rng.IntN(2)
+			cmd, out := e.start(t, strconv.Itoa(next), fmt.Sprintf("HOLD_FOR=%dms", rng.IntN(40)), "HOLD_POOL=npu0,npu1", "HOLD_COUNT="+strconv.Itoa(n), "HOLD_WITNESS="+witnesses, "HOLD_KILLED="+killed)
+			r := &run{cmd: cmd, out: out, count: n, done: make(chan error, 1)}
+			go func() {
+				b, _ := io.ReadAll(r.out)
+				err := r.cmd.Wait()
+				if err != nil && len(b) > 0 {
+					err = fmt.Errorf("%v: %s", err, b)
+				}
+				r.done <- err
+			}()
+			runs[next] = r
+			next++
+			live++
+		}
+		// Now and then one is killed, waiting or holding, at a moment of
+		// chance; the others run to their end.
+		var waitFor <-chan time.Time
+		if rng.IntN(3) == 0 {
+			waitFor = time.After(time.Duration(rng.IntN(30)) * time.Millisecond)
+		}
+		var running []*run
+		for _, r := range runs[:next] {
+			if r != nil && r.done != nil && !r.killed {
+				running = append(running, r)
+			}
+		}
+		cases := make([]reflect.SelectCase, 0, len(running)+1)
+		for _, r := range running {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.done)})
+		}
+		if waitFor != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(waitFor)})
+		}
+		if len(cases) == 0 {
+			break
+		}
+		i, v, _ := reflect.Select(cases)
+		if i == len(running) {
+			r := running[rng.IntN(len(running))]
+			// Half the time, one that holds.
+			var holding []*run
+			for _, c := range running {
+				if id := strconv.Itoa(slices.Index(runs, c)); e.recorded(id, "start") && !e.recorded(id, "end") {
+					holding = append(holding, c)
+				}
+			}
+			if len(holding) > 0 && rng.IntN(2) == 0 {
+				r = holding[rng.IntN(len(holding))]
+			}
+			f, err := os.OpenFile(killed, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(f, r.cmd.Process.Pid)
+			f.Close()
+			r.killed = true
+			r.cmd.Process.Kill()
+			<-r.done
+			r.done = nil
+			live--
+			continue
+		}
+		r := running[i]
+		if err, _ := v.Interface().(error); err != nil {
+			t.Errorf("contender %d (%d devices): %v", slices.Index(runs, r), r.count, err)
+		}
+		r.done = nil
+		live--
+	}
+	evs := events(t, e.record)
+	starts := map[string]event{}
+	type interval struct {
+		id       string
+		from, to int64
+	}
+	per := map[string][]interval{}
+	ended := 0
+	for _, ev := range evs {
+		switch ev.what {
+		case "start":
+			starts[ev.id] = ev
+		case "end":
+			ended++
+			s := starts[ev.id]
+			i, _ := strconv.Atoi(ev.id)
+			if len(s.devices) != runs[i].count {
+				t.Errorf("contender %s held %v, want %d devices", ev.id, s.devices, runs[i].count)
+			}
+			for _, d := range s.devices {
+				per[d] = append(per[d], interval{ev.id, s.at, ev.at})
+			}
+		}
+	}
+	for i, r := range runs {
+		if !r.killed && !slices.ContainsFunc(evs, func(ev event) bool { return ev.id == strconv.Itoa(i) && ev.what == "end" }) {
+			t.Errorf("contender %d was not killed and never ended a hold", i)
+		}
+	}
+	if ended == 0 {
+		t.Error("no contender ended a hold")
+	}
+	killedHolding := 0
+	for i, r := range runs {
+		if _, ok := starts[strconv.Itoa(i)]; ok && r.killed {
+			killedHolding++
+		}
+	}
+	t.Logf("%d holds ended; %d contenders killed, %d of them once granted", ended, len(slices.DeleteFunc(slices.Clone(runs), func(r *run) bool { return !r.killed })), killedHolding)
+	for d, iv := range per {
+		slices.SortFunc(iv, func(a, b interval) int { return cmpInt64(a.from, b.from) })
+		for k := 1; k < len(iv); k++ {
+			if iv[k].from < iv[k-1].to {
+				t.Errorf("%s held by contenders %s and %s at once", d, iv[k-1].id, iv[k].id)
+			}
+		}
+	}
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// A waiter blocks on every holder of the pool at once and is granted when
+// the first goes; its waits on the others go on, each on a descriptor of
+// that holder's ticket. None of them may reach a command started under the
+// grant: there it would keep another's ticket open (a locker of it, to
+// status) after that holder and this one are gone.
+func TestWaitsDoNotReachCommands(t *testing.T) {
+	dir := t.TempDir()
+	pool := &Pool{Name: "npu", Members: []Member{{"npu0", "0"}, {"npu1", "1"}}}
+	dev := func() *Device { return &Device{Dir: dir, Name: "npu", Pool: pool, Count: 1} }
+	a, err := dev().Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dev().Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	got := make(chan *Ticket, 1)
+	go func() {
+		tk, err := dev().Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- tk
+	}()
+	eventually(t, "the waiter queued", func() bool {
+		st, _ := dev().Status()
+		return st != nil && len(st.Queue) == 1
+	})
+	a.Release()
+	c := <-got
+	if c == nil {
+		return
+	}
+	defer c.Release()
+	bPath := filepath.Join(dir, b.name)
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	for _, e := range fds {
+		fd, _ := strconv.Atoi(e.Name())
+		if target, _ := os.Readlink("/proc/self/fd/" + e.Name()); target != bPath {
+			continue
+		}
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			t.Errorf("fd %d, of the other holder's ticket %s, is not close-on-exec: a command started now would inherit it", fd, b.name)
+		}
 	}
 }
