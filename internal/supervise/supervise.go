@@ -212,8 +212,10 @@ func (s *supervisor) reap() {
 			s.exit = ws
 			exit := NewExit(ws, s.stop)
 			s.mu.Unlock()
-			s.send(Event{Kind: Exited, Exit: &exit})
+			// Closed before the gate is told: a stop it asks for once it has
+			// seen the exit finds the serve gone, and sends no TERM.
 			close(s.exited)
+			s.send(Event{Kind: Exited, Exit: &exit})
 		}
 	}
 }
