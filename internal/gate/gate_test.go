@@ -59,7 +59,9 @@ func plan(t testing.TB, serveArgs ...string) *config.Plan {
 
 func TestRunWritesEveryFile(t *testing.T) {
 	p := plan(t, "--rate", "1000", "--first-token-ms", "0")
-	p.MaxTokens = 16
+	// The serve's own rate: at 1000 tok/s a loaded machine can read 16
+	// tokens in one arrival, a reply with no rate of the stream's.
+	p.MaxTokens, p.RateSource = 16, judge.RateServer
 	var log strings.Builder
 	res, err := (&Gate{Plan: p, Log: &log, Tool: "test"}).Run(context.Background())
 	if err != nil {
