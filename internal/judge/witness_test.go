@@ -48,6 +48,10 @@ func TestRouteWitnessed(t *testing.T) {
 			w.Hiding = []string{"pid 9"}
 		}), false,
 			fastQ + "; but " + none + ", and 1 of the serve's processes run as the gate's own user yet hide their descriptors from it (pid 9: not dumpable: prctl PR_SET_DUMPABLE, or an executable this user cannot read): the fast route is not taken on the log's word alone"},
+		{"slow words, a process that hides its descriptors: slow, and said as the slow route's", slowEv, npuWitness(func(w *Witness) {
+			w.Unread = []string{"pid 9: permission denied"}
+			w.Hiding = []string{"pid 9"}
+		}), false, `the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: ` + none},
 		{"fast words, a device held", fastEv, npuWitness(func(w *Witness) { w.Held = []string{"/dev/accel/accel0"} }), true,
 			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*)`},
 		{"fast words, a device held, a process unread: the held device witnesses it", fastEv, npuWitness(func(w *Witness) {
