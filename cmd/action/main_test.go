@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,7 +20,6 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/scripttest"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
@@ -30,11 +30,29 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.Command {
 		os.Exit(supervise.Main(os.Args[2:], os.Getenv, os.Stderr))
 	}
-	testscript.Main(m, map[string]func(){
+	// The simulated serve is a program of its own (scripttest.FakeLLM),
+	// built when a test first starts one; the gate, its supervisor and
+	// procs are this test binary.
+	testscript.Main(removingFakeLLM{m}, map[string]func(){
 		"npu-serve-smoke": func() { os.Exit(mainCode()) },
-		"fakellm":         func() { os.Exit(fakellm.Command(os.Args[1:], os.Stdout, os.Stderr)) },
 		"procs":           func() { os.Exit(scripttest.Procs()) },
 	})
+}
+
+// removingFakeLLM runs the tests, then removes the simulated serve's build.
+type removingFakeLLM struct{ m *testing.M }
+
+func (r removingFakeLLM) Run() int {
+	defer scripttest.RemoveFakeLLM()
+	return r.m.Run()
+}
+
+// needFakeLLM puts the simulated serve on PATH, building it the first time.
+func needFakeLLM(t testing.TB) {
+	t.Helper()
+	if _, err := scripttest.FakeLLM("../.."); err != nil {
+		t.Fatalf("building the simulated serve: %v", err)
+	}
 }
 
 func TestScripts(t *testing.T) {
@@ -52,8 +70,15 @@ func scripts(dir string) testscript.Params {
 	return testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: true,
-		Setup:               scripttest.Setup,
-		Condition:           scripttest.Condition,
+		Setup: func(env *testscript.Env) error {
+			dir, err := scripttest.FakeLLM("../..")
+			if err != nil {
+				return fmt.Errorf("building the simulated serve: %v", err)
+			}
+			env.Setenv("PATH", dir+string(filepath.ListSeparator)+env.Getenv("PATH"))
+			return scripttest.Setup(env)
+		},
+		Condition: scripttest.Condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":         scripttest.Exits,
 			"listen":        scripttest.Listen,
