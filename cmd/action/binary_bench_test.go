@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/release"
 )
@@ -270,6 +271,16 @@ func TestGateBinaryRunsTheCheckedCopy(t *testing.T) {
 	})
 
 	t.Run("swapped all the while", func(t *testing.T) {
+		// The two files to swap in are written once; each swap links one
+		// of them under a new name and renames that over the cache, a
+		// swap every fraction of a millisecond without rewriting 13 MB
+		// each time (which kept a core busy for the whole test).
+		sources := [2]string{filepath.Join(cache, "planted"), filepath.Join(cache, "good")}
+		for i, b := range [][]byte{planted, r.good} {
+			if err := os.WriteFile(sources[i], b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() {
@@ -280,14 +291,12 @@ func TestGateBinaryRunsTheCheckedCopy(t *testing.T) {
 					return
 				default:
 				}
-				b := planted
-				if i%2 == 1 {
-					b = r.good
-				}
 				tmp := cached + ".swap"
-				if os.WriteFile(tmp, b, 0o755) == nil {
+				os.Remove(tmp)
+				if os.Link(sources[i%2], tmp) == nil {
 					os.Rename(tmp, cached)
 				}
+				time.Sleep(200 * time.Microsecond)
 			}
 		}()
 		defer func() {
