@@ -212,10 +212,37 @@ func (s *supervisor) reap() {
 			s.exit = ws
 			exit := NewExit(ws, s.stop)
 			s.mu.Unlock()
+			// A serve that leaves nothing behind is the common end: when no
+			// child is left at the moment the serve is reaped, empty is
+			// closed first, so that the stop waiting on exited finds it
+			// closed and runs no kill round (a freeze and a reading of
+			// /proc, some 20 ms) for nothing.
+			if s.reapNoHang() {
+				close(s.empty)
+				close(s.exited)
+				s.send(Event{Kind: Exited, Exit: &exit})
+				return
+			}
 			// Closed before the gate is told: a stop it asks for once it has
 			// seen the exit finds the serve gone, and sends no TERM.
 			close(s.exited)
 			s.send(Event{Kind: Exited, Exit: &exit})
+		}
+	}
+}
+
+// reapNoHang reaps, without waiting, every child that has exited, and
+// reports whether none is left (ECHILD).
+func (s *supervisor) reapNoHang() bool {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+		case err != nil:
+			return true
+		case pid == 0:
+			return false
 		}
 	}
 }

@@ -190,3 +190,25 @@ func TestChooseFallsBack(t *testing.T) {
 		t.Errorf("choose(auto) with a freezer = %v, why %q, %v; want freezer, one reason (cgroup2)", c, why, err)
 	}
 }
+
+// TestNothingLeftWhenExited: a serve that leaves no child behind is the
+// common end, and the supervisor knows nothing is left by the time it marks
+// the serve exited, so the stop waiting on the exit runs no kill round (a
+// freeze and a reading of /proc) for nothing.
+func TestNothingLeftWhenExited(t *testing.T) {
+	for i := range 20 {
+		pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", "exit 0"}, &syscall.ProcAttr{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &supervisor{serve: pid, exited: make(chan struct{}), empty: make(chan struct{})}
+		go s.reap()
+		<-s.exited
+		select {
+		case <-s.empty:
+		default:
+			<-s.empty
+			t.Fatalf("start %d: the serve was reaped with no child left, but the supervisor marked it exited before it knew none was left: the stop would run a kill round", i+1)
+		}
+	}
+}
