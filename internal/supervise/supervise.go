@@ -83,8 +83,12 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 	for fd := ControlFD; fd < HeldFD+*held; fd++ {
 		syscall.CloseOnExec(fd)
 	}
-	s := &supervisor{self: os.Getpid(), events: events, exited: make(chan struct{}), empty: make(chan struct{}), finished: make(chan struct{})}
+	s := newSupervisor(events)
 	return s.run(fs.Args(), *contain, *foreground, *held, control)
+}
+
+func newSupervisor(events *os.File) *supervisor {
+	return &supervisor{self: os.Getpid(), events: events, exited: make(chan struct{}), told: make(chan struct{}), empty: make(chan struct{}), finished: make(chan struct{})}
 }
 
 // supervisor is one serve's supervisor.
@@ -98,6 +102,7 @@ type supervisor struct {
 	c        container
 	serve    int           // the serve's pid and process group
 	exited   chan struct{} // closed when the serve has been reaped
+	told     chan struct{} // closed once the gate has been told how the serve exited
 	exit     syscall.WaitStatus
 	empty    chan struct{} // closed when the supervisor has no child left
 	finished chan struct{} // closed when the supervisor is done
@@ -145,9 +150,17 @@ func (s *supervisor) run(argv []string, contain string, foreground bool, held in
 			}
 		}
 	}
-	r := s.stopAll(grace)
-	s.send(Event{Kind: Done, Report: &r})
+	s.finish(grace)
 	return 0
+}
+
+// finish stops the serve and reports the stop, after the serve's exit: the
+// report is the supervisor's last word, and the gate counts a serve whose
+// exit it was not told of before it as lost.
+func (s *supervisor) finish(grace time.Duration) {
+	r := s.stopAll(grace)
+	<-s.told
+	s.send(Event{Kind: Done, Report: &r})
 }
 
 // start starts the serve inside the container, from a goroutine locked to
@@ -217,19 +230,26 @@ func (s *supervisor) reap() {
 			// closed first, so that the stop waiting on exited finds it
 			// closed and runs no kill round (a freeze and a reading of
 			// /proc, some 20 ms) for nothing.
-			if s.reapNoHang() {
+			none := s.reapNoHang()
+			if none {
 				close(s.empty)
-				close(s.exited)
-				s.send(Event{Kind: Exited, Exit: &exit})
-				return
 			}
 			// Closed before the gate is told: a stop it asks for once it has
 			// seen the exit finds the serve gone, and sends no TERM.
 			close(s.exited)
+			testHookBeforeExited()
 			s.send(Event{Kind: Exited, Exit: &exit})
+			close(s.told)
+			if none {
+				return
+			}
 		}
 	}
 }
+
+// testHookBeforeExited runs between the serve's exit marked and the gate
+// told of it (tests widen that moment).
+var testHookBeforeExited = func() {}
 
 // reapNoHang reaps, without waiting, every child that has exited, and
 // reports whether none is left (ECHILD).

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"slices"
@@ -201,7 +202,8 @@ func TestNothingLeftWhenExited(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &supervisor{serve: pid, exited: make(chan struct{}), empty: make(chan struct{})}
+		s := newSupervisor(nil)
+		s.serve = pid
 		go s.reap()
 		<-s.exited
 		select {
@@ -210,5 +212,44 @@ func TestNothingLeftWhenExited(t *testing.T) {
 			<-s.empty
 			t.Fatalf("start %d: the serve was reaped with no child left, but the supervisor marked it exited before it knew none was left: the stop would run a kill round", i+1)
 		}
+		<-s.told
+	}
+}
+
+// TestExitToldBeforeDone: the stop's report is the supervisor's last word.
+// A serve that leaves nothing behind lets the stop finish the moment it is
+// reaped, while the reaper is still telling the gate how it exited; a
+// report sent first ends the supervisor before that, and the gate, told
+// nothing of the exit, counts the serve lost ("ended unseen").
+func TestExitToldBeforeDone(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	testHookBeforeExited = func() { time.Sleep(100 * time.Millisecond) }
+	defer func() { testHookBeforeExited = func() {} }()
+	s := newSupervisor(w)
+	s.c = descendantsOnly{}
+	pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", "exit 0"}, &syscall.ProcAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.serve = pid
+	go s.reap()
+	s.finish(time.Minute)
+	<-s.told
+	w.Close()
+	var kinds []string
+	dec := json.NewDecoder(r)
+	for {
+		var e Event
+		if err := dec.Decode(&e); err != nil {
+			break
+		}
+		kinds = append(kinds, e.Kind)
+	}
+	if want := []string{Exited, Done}; !slices.Equal(kinds, want) {
+		t.Errorf("events %q, want %q: the gate is told of the exit before the stop's report", kinds, want)
 	}
 }
