@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
@@ -59,7 +61,7 @@ func Stat(pid int) (Proc, bool) {
 
 // stat reads one process's /proc/PID/stat.
 func stat(pid int) (Proc, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	b, err := supervise.ReadProc("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return Proc{}, false
 	}
@@ -153,20 +155,14 @@ func listeningSockets(port int) map[string]int {
 // owners of the inodes none of them holds.
 func holders(inodes map[string]int, pids []int) (procs []Proc, unseen []int) {
 	found := map[string]bool{}
+	var fds fdReader
 	for _, pid := range pids {
-		dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
-		fds, _ := readNames(dir)
 		holds := false
-		for _, fd := range fds {
-			target, err := os.Readlink(dir + fd)
-			if err != nil || !strings.HasPrefix(target, "socket:[") {
-				continue
-			}
-			inode := strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")
+		fds.sockets(pid, func(inode string) {
 			if _, ok := inodes[inode]; ok {
 				found[inode], holds = true, true
 			}
-		}
+		})
 		if !holds {
 			continue
 		}
@@ -181,6 +177,49 @@ func holders(inodes map[string]int, pids []int) (procs []Proc, unseen []int) {
 	}
 	slices.Sort(unseen)
 	return procs, unseen
+}
+
+// fdReader reads the descriptors of processes, its buffers kept from one
+// process to the next: a look for a socket's holders reads every
+// descriptor of every process it can see, and does it in as few system
+// calls as it can (the directory opened once, each link read relative to
+// it).
+type fdReader struct {
+	dirents, link []byte
+}
+
+// sockets calls found with the inode of each socket pid holds, as far as
+// this user may read its descriptors.
+func (r *fdReader) sockets(pid int, found func(inode string)) {
+	if r.dirents == nil {
+		r.dirents, r.link = make([]byte, 8192), make([]byte, 64)
+	}
+	dir, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dir)
+	var names []string
+	for {
+		n, err := unix.Getdents(dir, r.dirents)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return
+		}
+		_, _, names = unix.ParseDirent(r.dirents[:n], -1, names[:0])
+		for _, name := range names {
+			n, err := unix.Readlinkat(dir, name, r.link)
+			if err != nil {
+				continue
+			}
+			// socket:[INODE]; a link that filled the buffer is no socket's.
+			if target := string(r.link[:n]); n < len(r.link) && strings.HasPrefix(target, "socket:[") && strings.HasSuffix(target, "]") {
+				found(target[len("socket:[") : len(target)-1])
+			}
+		}
+	}
 }
 
 // readNames is the names in dir, unsorted.
