@@ -25,33 +25,34 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The gate run in this process (a benchmark's run(...)) starts its
-	// supervisor as this binary, by this binary's own name.
+	// The gate run in this process (TestRunInActions, a benchmark's
+	// run(...)) starts its supervisor as this binary, by this binary's own
+	// name.
 	if len(os.Args) > 1 && os.Args[1] == supervise.Command {
 		os.Exit(supervise.Main(os.Args[2:], os.Getenv, os.Stderr))
 	}
-	// The simulated serve is a program of its own (scripttest.FakeLLM),
-	// built when a test first starts one; the gate, its supervisor and
-	// procs are this test binary.
-	testscript.Main(removingFakeLLM{m}, map[string]func(){
-		"npu-serve-smoke": func() { os.Exit(mainCode()) },
-		"procs":           func() { os.Exit(scripttest.Procs()) },
+	// The gate and the simulated serve the scripts run are release builds
+	// (scripttest.Programs), made when a test first needs them; procs is
+	// this test binary.
+	testscript.Main(removingPrograms{m}, map[string]func(){
+		"procs": func() { os.Exit(scripttest.Procs()) },
 	})
 }
 
-// removingFakeLLM runs the tests, then removes the simulated serve's build.
-type removingFakeLLM struct{ m *testing.M }
+// removingPrograms runs the tests, then removes the scripts' programs.
+type removingPrograms struct{ m *testing.M }
 
-func (r removingFakeLLM) Run() int {
-	defer scripttest.RemoveFakeLLM()
+func (r removingPrograms) Run() int {
+	defer scripttest.RemovePrograms()
 	return r.m.Run()
 }
 
-// needFakeLLM puts the simulated serve on PATH, building it the first time.
-func needFakeLLM(t testing.TB) {
+// needPrograms puts the released gate and the simulated serve on PATH,
+// building them the first time.
+func needPrograms(t testing.TB) {
 	t.Helper()
-	if _, err := scripttest.FakeLLM("../.."); err != nil {
-		t.Fatalf("building the simulated serve: %v", err)
+	if _, err := scripttest.Programs("../.."); err != nil {
+		t.Fatalf("building the scripts' programs: %v", err)
 	}
 }
 
@@ -71,9 +72,9 @@ func scripts(dir string) testscript.Params {
 		Dir:                 dir,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			dir, err := scripttest.FakeLLM("../..")
+			dir, err := scripttest.Programs("../..")
 			if err != nil {
-				return fmt.Errorf("building the simulated serve: %v", err)
+				return fmt.Errorf("building the scripts' programs: %v", err)
 			}
 			env.Setenv("PATH", dir+string(filepath.ListSeparator)+env.Getenv("PATH"))
 			return scripttest.Setup(env)

@@ -23,7 +23,7 @@ import (
 // reports the API calls and the comment's size. With a baseline, each job's
 // artifact of the last release is looked up and downloaded too.
 func BenchmarkReport(b *testing.B) {
-	needFakeLLM(b)
+	needPrograms(b)
 	dir := b.TempDir()
 	quiet := func(string) string { return "" }
 	var dirs []string

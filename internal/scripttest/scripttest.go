@@ -32,8 +32,9 @@ func Setup(env *testscript.Env) error {
 	env.Setenv("NPU_HOLD_DIR", env.WorkDir+"/locks")
 	env.Setenv("HOME", env.WorkDir+"/home")
 	// A binary built with -race sleeps a second before it exits, to let
-	// other goroutines report races: the gate, its supervisor and the serve
-	// are the test binary, three seconds a run with nothing to wait for.
+	// other goroutines report races: a command that is the test binary
+	// (procs; npu-hold and its supervisor in npu-hold's scripts) would wait
+	// a second each time for nothing.
 	env.Setenv("GORACE", "atexit_sleep_ms=0")
 	return os.MkdirAll(env.WorkDir+"/home", 0o755)
 }
