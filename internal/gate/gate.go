@@ -236,8 +236,12 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 	if !ok {
 		return nil
 	}
-	a := &asker{g: g, ctx: ctx, proc: proc, out: out, prober: g.prober(base), base: base, order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed)}
+	a := &asker{g: g, ctx: ctx, res: res, proc: proc, out: out, prober: g.prober(base), base: base, order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed),
+		listener: checkListener(proc, res.Serve.Port)}
 	e := g.askAll(res, a)
+	if !a.listening() {
+		return nil
+	}
 	g.loadRounds(res, a, base)
 	g.finishEnergy(ctx, res, e)
 	return nil
@@ -373,9 +377,8 @@ func containText(mechanism, cgroup, why string) string {
 	return text
 }
 
-// waitReady waits for the serve's health path, then checks that what
-// listens on the port is the serve this run started. It returns the serve's
-// base URL, or ok false with the reason in res.
+// waitReady waits for the serve's health path. It returns the serve's base
+// URL, or ok false with the reason in res.
 func (g *Gate) waitReady(ctx context.Context, res *report.Result, proc *serve.Process) (base string, ok bool) {
 	p := g.Plan
 	base = "http://127.0.0.1:" + strconv.Itoa(res.Serve.Port)
@@ -387,12 +390,21 @@ func (g *Gate) waitReady(ctx context.Context, res *report.Result, proc *serve.Pr
 	}
 	res.Serve.ReadyPath, res.Serve.ReadyMS = ready.Path, ready.MS
 	g.logf("serve: ready after %s (%s)", time.Duration(ready.MS*float64(time.Millisecond)).Round(time.Millisecond), ready.Path)
-	if err := proc.CheckListener(res.Serve.Port); err != nil {
-		res.NoReplies = err.Error()
-		g.logf("serve: %s", report.ConsoleText(err.Error()))
-		return "", false
-	}
 	return base, true
+}
+
+// checkListener checks that what listens on port is the serve this run
+// started (a stale server is never measured), beside the first request:
+// CheckListener reads the descriptors of every process the gate can see,
+// milliseconds on an idle runner and many more on a machine of thousands,
+// and the first request's exchange is time the gate waits anyway. Nothing
+// the serve answers is kept, written, shown or judged before the check has
+// passed (asker.listening); the request itself carries a prompt of the
+// run's prompt set, and no secret.
+func checkListener(proc *serve.Process, port int) <-chan error {
+	c := make(chan error, 1)
+	go func() { c <- proc.CheckListener(port) }()
+	return c
 }
 
 // prober is the streamed chat client for the serve at base.
@@ -422,6 +434,12 @@ func (g *Gate) askAll(res *report.Result, a *asker) (e *energyRun) {
 			return nil
 		}
 		res.Warmups = append(res.Warmups, r)
+	}
+	// Nothing of the serve's is read (its power, its devices, a judged
+	// reply) before the check of its listener has passed: with no warm-up,
+	// it is waited for here.
+	if !a.listening() {
+		return nil
 	}
 	// The energy sensor is read from here to the last judged reply's
 	// end, with the idle power before and after (and on through the load
@@ -493,6 +511,7 @@ func stopText(replies []measure.Reply, l judge.Limits, rule judge.Rule) string {
 type asker struct {
 	g      *Gate
 	ctx    context.Context
+	res    *report.Result
 	proc   *serve.Process
 	out    string
 	prober *probe.Prober
@@ -500,10 +519,31 @@ type asker struct {
 	order  prompts.Order
 	// toldRefusal: the console said the serve refused the logprobs fields.
 	toldRefusal bool
+	// listener is the check of the port's listener (checkListener);
+	// listened is its outcome, once waited for.
+	listener <-chan error
+	listened *bool
+}
+
+// listening waits for the check of the port's listener, the first time,
+// and reports whether what listens is the serve. When it is not, the run
+// has no replies, and res says why.
+func (a *asker) listening() bool {
+	if a.listened == nil {
+		ok := true
+		if err := <-a.listener; err != nil {
+			ok = false
+			a.res.NoReplies = err.Error()
+			a.g.logf("serve: %s", report.ConsoleText(err.Error()))
+		}
+		a.listened = &ok
+	}
+	return *a.listened
 }
 
 // ask asks request n (a warm-up or a judged reply). ok is false when the run
-// was cancelled and nothing was asked.
+// was cancelled and nothing was asked, or when what answered is not the
+// serve (asker.listening): the reply is then dropped.
 func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 	p := a.g.Plan
 	// Cold prompts: the warm-up asks none of the judged prompts, and no
@@ -521,6 +561,9 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 			return r, false
 		}
 		r = a.prober.Ask(a.ctx, n, warmup, prompt)
+	}
+	if !a.listening() {
+		return r, false
 	}
 	if r.Error != "" && a.ctx.Err() == nil {
 		// A reply that failed may mean the serve died: give its exit a
