@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 // The kernel's answer over sock_diag is the one /proc/net/tcp and tcp6
@@ -129,5 +132,47 @@ func TestCheckListenerNamesAnOutsiderSharingTheSocket(t *testing.T) {
 	var stranger *StrangerError
 	if !errors.As(err, &stranger) || len(stranger.Holders) != 1 || stranger.Holders[0].PID != os.Getpid() {
 		t.Errorf("CheckListener(%d) with this test sharing the serve's socket = %v, want this test named as the stranger", port, err)
+	}
+}
+
+// The serve's listener may be any process below the supervisor: a child of
+// a child of the serve's shell, or an orphan that came back to the
+// supervisor (a daemon's double fork). Its parents are followed up to the
+// supervisor; a stranger's never reach it. (In a cgroup, its membership
+// would say so alone.)
+func TestCheckListenerBelowTheSupervisor(t *testing.T) {
+	// No cgroup: its members count as the serve's whatever their parents.
+	t.Setenv(supervise.ContainEnv, "descendants")
+	for name, shell := range map[string]string{
+		"grandchild": `sh -c '"$0" "$@"; :' "$0" "$@" & wait`,
+		"orphan":     `("$0" "$@" &); exec sleep 600`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			port := freePort(t)
+			log, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer log.Close()
+			argv := []string{"sh", "-c", shell, os.Args[0], "--port", strconv.Itoa(port)}
+			p, err := Start(Options{Argv: argv, Log: log, Env: append(os.Environ(), "FAKELLM=1")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Stop(time.Second)
+			if _, err := p.WaitReady(context.Background(), base(port), autoPaths, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			holders := Listeners(port)
+			if len(holders) != 1 || holders[0].PID == p.PID() {
+				t.Fatalf("listeners of port %d: %v; want one, not the serve's shell (pid %d)", port, holders, p.PID())
+			}
+			if err := p.CheckListener(port); err != nil {
+				t.Errorf("CheckListener() of a listener below the supervisor = %v", err)
+			}
+			if p.serves(os.Getpid()) || p.serves(p.SupervisorPID()) {
+				t.Errorf("serves(): this test (pid %d) or the supervisor (pid %d) counted as the serve's", os.Getpid(), p.SupervisorPID())
+			}
+		})
 	}
 }

@@ -195,11 +195,10 @@ func (p *Process) CheckListener(port int) error {
 	if len(inodes) == 0 {
 		return nil
 	}
-	tree := p.listenerTree()
-	var strangers []Proc
 	held, unseen := holders(inodes, supervise.PIDs())
+	var strangers []Proc
 	for _, h := range held {
-		if !slices.Contains(tree, h.PID) {
+		if !p.serves(h.PID) {
 			strangers = append(strangers, h)
 		}
 	}
@@ -209,22 +208,31 @@ func (p *Process) CheckListener(port int) error {
 	return nil
 }
 
-// listenerTree is the processes whose sockets are the serve's: everything
-// below the supervisor, and what is in the serve's cgroup (a helper that
-// left the serve's own tree, a daemon's double fork, came back to the
-// supervisor, and is the serve's still); never the supervisor itself,
-// which listens on nothing of the serve's.
-func (p *Process) listenerTree() []int {
-	var tree []int
-	for _, pr := range Descendants(p.super) {
-		if pr.PID != p.super {
-			tree = append(tree, pr.PID)
-		}
+// serves reports whether pid's sockets are the serve's: it is below the
+// supervisor (its parents lead up to it), or in the serve's cgroup (a
+// helper that left the serve's own tree, a daemon's double fork, came back
+// to the supervisor, and is the serve's still); never the supervisor
+// itself, which listens on nothing of the serve's. A holder's parents are
+// read, not the whole of /proc: its first reading is the dearest thing
+// the check did.
+func (p *Process) serves(pid int) bool {
+	if pid == p.super {
+		return false
 	}
-	for _, pid := range cgroupPIDs(p.contain.Cgroup) {
-		if pid != p.super && !slices.Contains(tree, pid) {
-			tree = append(tree, pid)
-		}
+	if slices.Contains(cgroupPIDs(p.contain.Cgroup), pid) {
+		return true
 	}
-	return tree
+	// A chain of parents is at most as long as the machine has processes;
+	// the bound only guards against a reading that changes under it.
+	for range 1 << 16 {
+		pr, ok := stat(pid)
+		if !ok || pr.PPID <= 0 {
+			return false
+		}
+		if pr.PPID == p.super {
+			return true
+		}
+		pid = pr.PPID
+	}
+	return false
 }
