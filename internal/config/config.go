@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
@@ -263,7 +264,7 @@ func (c *Config) Limits() judge.Limits {
 // LookPath finds an executable, as exec.LookPath does.
 type LookPath func(file string) (string, error)
 
-var deviceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+var deviceName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
 
 // Check checks every setting and gives the plan, or every problem at once.
 // It creates the out directory (and only that) to prove it can be written.
@@ -393,7 +394,7 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	}
 
 	// The hold and the device.
-	if !deviceName.MatchString(c.Device) {
+	if !deviceName().MatchString(c.Device) {
 		bad("--device %q: pass a device name of letters, digits, '.', '_' and '-' (e.g. npu)", c.Device)
 	} else if err := hold.CheckName(c.Device); err != nil {
 		bad("--%v", err)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -28,8 +29,12 @@ type npuSMI struct {
 }
 
 var (
-	npuCardPower = regexp.MustCompile(`(?m)^\s*Power Dissipation\(W\)\s*:\s*([0-9]+(?:\.[0-9]+)?)\s*$`)
-	npuChipPower = regexp.MustCompile(`(?m)^\s*NPU Real-time Power\(W\)\s*:\s*([0-9]+(?:\.[0-9]+)?)\s*$`)
+	npuCardPower = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^\s*Power Dissipation\(W\)\s*:\s*([0-9]+(?:\.[0-9]+)?)\s*$`)
+	})
+	npuChipPower = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^\s*NPU Real-time Power\(W\)\s*:\s*([0-9]+(?:\.[0-9]+)?)\s*$`)
+	})
 )
 
 // npuSMITimeout bounds one run of npu-smi.
@@ -46,9 +51,9 @@ func openNPUSMI(look func(string) (string, error), dev int) (Source, error) {
 		return nil, notHere("%v", err)
 	}
 	switch {
-	case npuCardPower.Match(out):
+	case npuCardPower().Match(out):
 		s.info.Boundary = "the Ascend card (npu-smi Power Dissipation)"
-	case npuChipPower.Match(out):
+	case npuChipPower().Match(out):
 		s.info.Boundary = "the Ascend NPU chip (npu-smi NPU Real-time Power)"
 	default:
 		return nil, notHere("npu-smi info -t power -i %d printed no power line: %q", dev, clip(string(out), 200))
@@ -77,9 +82,9 @@ func (s *npuSMI) Read() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	re := npuChipPower
+	re := npuChipPower()
 	if s.info.Boundary == "the Ascend card (npu-smi Power Dissipation)" {
-		re = npuCardPower
+		re = npuCardPower()
 	}
 	m := re.FindSubmatch(out)
 	if m == nil {

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-github/v60/github"
@@ -649,7 +650,7 @@ const (
 
 // wanted are the files a baseline reads: its result.json and the replies.
 // Warm-ups are never judged and never written.
-var wanted = regexp.MustCompile(`^(result\.json|reply_\d+\.json)$`)
+var wanted = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(result\.json|reply_\d+\.json)$`) })
 
 // centralHeader starts each entry of a zip's central directory: counting it
 // in the bytes bounds the entries before archive/zip holds them all.
@@ -689,7 +690,7 @@ func Extract(b []byte, dir string) error {
 		if m := f.Mode(); !m.IsRegular() && !m.IsDir() {
 			return fmt.Errorf("the entry %q is not a regular file (%v); refused", name, m.Type())
 		}
-		if !wanted.MatchString(name) {
+		if !wanted().MatchString(name) {
 			continue
 		}
 		if f.UncompressedSize64 > maxFile {
@@ -704,7 +705,7 @@ func Extract(b []byte, dir string) error {
 	left := int64(maxTotal)
 	objects := &objectCount{left: maxObjects}
 	for _, f := range zr.File {
-		if !wanted.MatchString(f.Name) {
+		if !wanted().MatchString(f.Name) {
 			continue
 		}
 		n, err := extractFile(f, filepath.Join(dir, f.Name), min(maxFile, left), objects)

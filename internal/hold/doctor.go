@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -191,7 +192,7 @@ func versionInfo(path string) string {
 	return ""
 }
 
-var npuSMIAlarm = regexp.MustCompile(`\b(Alarm|Critical|Warning|Abnormal)\b`)
+var npuSMIAlarm = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(Alarm|Critical|Warning|Abnormal)\b`) })
 
 // npuSMI runs `npu-smi info`, the check Ascend's guide gives that driver and
 // firmware work, when it is on PATH.
@@ -204,7 +205,7 @@ func npuSMI() []Check {
 		return []Check{{"FAIL", fmt.Sprintf("npu-smi info failed (%v): %s; check the driver and firmware versions match (npu-smi info -t health -i N for a card)", err, lastLine(out))}}
 	}
 	for l := range strings.SplitSeq(string(out), "\n") {
-		if npuSMIAlarm.MatchString(l) {
+		if npuSMIAlarm().MatchString(l) {
 			return []Check{{"FAIL", fmt.Sprintf("npu-smi info reports an unhealthy NPU: %q; see npu-smi info -t health -i N for the card", strings.TrimSpace(l))}}
 		}
 	}

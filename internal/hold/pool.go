@@ -2,6 +2,7 @@ package hold
 
 import (
 	"golang.org/x/sys/unix"
+	"sync"
 
 	"bufio"
 	"errors"
@@ -39,11 +40,13 @@ type Pools struct {
 }
 
 var (
-	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+	nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
 	// envRE is what a vendor's device variable looks like; env= takes
 	// nothing else, so a pools file cannot set PATH, LD_PRELOAD and the
 	// like in every command run under a ticket.
-	envRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*_(VISIBLE_DEVICES|DEVICES|AFFINITY_MASK)$`)
+	envRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[A-Z][A-Z0-9_]*_(VISIBLE_DEVICES|DEVICES|AFFINITY_MASK)$`)
+	})
 )
 
 // vendorEnv are the device variables of the runtimes known, whatever envRE
@@ -63,7 +66,7 @@ func checkEnv(v string) string {
 		return ""
 	case v == "NPU_HOLD_DEVICES":
 		return "env=NPU_HOLD_DEVICES: npu-hold sets it to the devices' names itself; name the vendor's variable, e.g. ASCEND_RT_VISIBLE_DEVICES"
-	case strings.HasPrefix(v, "LD_") || !envRE.MatchString(v):
+	case strings.HasPrefix(v, "LD_") || !envRE().MatchString(v):
 		return fmt.Sprintf("env=%s: not a device variable; name the vendor's variable that makes devices visible (%s, or a NAME_VISIBLE_DEVICES, NAME_DEVICES or NAME_AFFINITY_MASK)", clip(v, maxShown), strings.Join(vendorEnv, ", "))
 	}
 	return ""
@@ -112,7 +115,7 @@ func ParsePools(file string, r interface{ Read([]byte) (int, error) }) (*Pools, 
 		}
 		where := fmt.Sprintf("%s:%d", file, n)
 		p := &Pool{Name: fields[0], Where: where}
-		if !nameRE.MatchString(p.Name) {
+		if !nameRE().MatchString(p.Name) {
 			bad(where, "pool name %q: use letters, digits, '.', '_' and '-'", p.Name)
 		} else if err := CheckName(p.Name); err != nil {
 			bad(where, "pool %v", strings.TrimPrefix(err.Error(), "device "))
@@ -135,7 +138,7 @@ func ParsePools(file string, r interface{ Read([]byte) (int, error) }) (*Pools, 
 			if !hasIdx {
 				idx = strconv.Itoa(len(p.Members))
 			}
-			if !nameRE.MatchString(name) || idx == "" || strings.ContainsAny(idx, ",") {
+			if !nameRE().MatchString(name) || idx == "" || strings.ContainsAny(idx, ",") {
 				bad(where, "device %q: write NAME or NAME=INDEX (letters, digits, '.', '_' and '-'; the index without commas)", w)
 				continue
 			}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
@@ -381,11 +382,13 @@ func stopText(s ServeFacts) string {
 
 // plainURL is an http(s) URL with nothing in it that Markdown or HTML would
 // read: no spaces, parentheses, brackets, quotes or angle brackets.
-var plainURL = regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/%+=-]*)?$`)
+var plainURL = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/%+=-]*)?$`)
+})
 
 // link is a Markdown link to u when u is a plain URL, else u as text.
 func link(text, u string) string {
-	if plainURL.MatchString(u) {
+	if plainURL().MatchString(u) {
 		return "[" + text + "](" + u + ")"
 	}
 	return Cell(u, 300)
@@ -417,10 +420,10 @@ const joiner = "\u200d"
 // without case), "www." (then a domain), and GH-N. A joiner goes between
 // the scheme and its colon, after "www" and after "GH-". Email addresses,
 // @mentions, #N and owner/repo#N are broken where Cell escapes "@" and "#".
-var autolinks = regexp.MustCompile(`(?i)(https?|ftp)(://)|(www)(\.)|(gh-)([0-9])`)
+var autolinks = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(https?|ftp)(://)|(www)(\.)|(gh-)([0-9])`) })
 
 func unlinked(s string) string {
-	return autolinks.ReplaceAllStringFunc(s, func(m string) string {
+	return autolinks().ReplaceAllStringFunc(s, func(m string) string {
 		i := strings.IndexAny(m, ":.0123456789")
 		if strings.HasPrefix(strings.ToLower(m), "gh-") {
 			i = 3

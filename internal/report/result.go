@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -393,7 +394,7 @@ func withoutTokens(replies []measure.Reply) []measure.Reply {
 	return out
 }
 
-var replyName = regexp.MustCompile(`^reply_(\d+)\.json$`)
+var replyName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^reply_(\d+)\.json$`) })
 
 // Read reads a finished run's directory: result.json, with the replies taken
 // from the reply_N.json files (the evidence) when there are any. Each is read
@@ -491,7 +492,7 @@ func readReplies(dir string, most int, u *budget) ([]measure.Reply, error) {
 	}
 	files := 0
 	for _, e := range ents {
-		if replyName.MatchString(e.Name()) {
+		if replyName().MatchString(e.Name()) {
 			files++
 		}
 	}
@@ -500,7 +501,7 @@ func readReplies(dir string, most int, u *budget) ([]measure.Reply, error) {
 	}
 	var out []measure.Reply
 	for _, e := range ents {
-		m := replyName.FindStringSubmatch(e.Name())
+		m := replyName().FindStringSubmatch(e.Name())
 		if m == nil {
 			continue
 		}
