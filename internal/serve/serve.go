@@ -348,15 +348,15 @@ func (p *Process) stop(grace, within time.Duration) Stopped {
 	defer bound.Stop()
 	look := time.NewTicker(20 * time.Millisecond)
 	defer look.Stop()
+	reported := false
 wait:
 	for {
 		select {
 		case r := <-p.report:
+			// Nothing of the serve's is left, in the supervisor's word; its
+			// exit is waited for below, once /proc is read for survivors.
 			st.Signal, st.Swept, st.Contain = r.Signal, r.Swept, r.Contain
-			select {
-			case <-p.gone:
-			case <-bound.C:
-			}
+			reported = true
 			break wait
 		case <-p.ended:
 			select {
@@ -393,6 +393,16 @@ wait:
 		st.Left = append(st.Left, fmt.Sprintf("%d %s", pr.PID, pr.Command))
 	}
 	st.Survivors = len(st.Left)
+	if reported {
+		// The supervisor exits once it has reported (it holds the ticket
+		// until then), within what is left of the stop's bound.
+		rest := time.NewTimer(time.Until(start.Add(grace + within)))
+		defer rest.Stop()
+		select {
+		case <-p.gone:
+		case <-rest.C:
+		}
+	}
 	return st
 }
 
