@@ -6,15 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
@@ -360,5 +365,69 @@ func TestTree(t *testing.T) {
 	}
 	if len(tree) != 2 || !slices.Contains(tree, p.PID()) || slices.Contains(tree, p.SupervisorPID()) {
 		t.Errorf("Tree() = %v, want the serve %d and its child, not the supervisor %d", tree, p.PID(), p.SupervisorPID())
+	}
+}
+
+// TestReadyDropsPathsNotFound: a health path that answers 404 while another
+// answers (503 as the model loads) is asked no more; while every path
+// answers 404 (the serve's routes not up yet), each is asked still.
+func TestReadyDropsPathsNotFound(t *testing.T) {
+	log, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	p, err := Start(Options{Argv: []string{"sleep", "600"}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	for name, tc := range map[string]struct {
+		answer func(path string, n int) int // the status of the nth request to path
+		ready  string
+		asked  map[string]int
+	}{
+		"loading": {
+			answer: func(path string, n int) int {
+				if path == "/v1/health" {
+					return map[bool]int{true: http.StatusOK, false: http.StatusServiceUnavailable}[n > 3]
+				}
+				return http.StatusNotFound
+			},
+			ready: "/v1/health",
+			asked: map[string]int{"/health": 1, "/v1/health": 4, "/api/v1/health": 1},
+		},
+		"routes not up": {
+			answer: func(path string, n int) int {
+				if path == "/api/v1/health" && n > 3 {
+					return http.StatusOK
+				}
+				return http.StatusNotFound
+			},
+			ready: "/api/v1/health",
+			asked: map[string]int{"/health": 4, "/v1/health": 4, "/api/v1/health": 4},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var mu sync.Mutex
+			asked := map[string]int{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				asked[r.URL.Path]++
+				n := asked[r.URL.Path]
+				mu.Unlock()
+				w.WriteHeader(tc.answer(r.URL.Path, n))
+			}))
+			defer srv.Close()
+			r, err := p.WaitReady(context.Background(), srv.URL, autoPaths, time.Minute)
+			if err != nil || r.Path != tc.ready {
+				t.Fatalf("WaitReady() = %+v, %v; want ready on %s", r, err, tc.ready)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if diff := cmp.Diff(tc.asked, asked); diff != "" {
+				t.Errorf("requests per path (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
