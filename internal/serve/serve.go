@@ -335,6 +335,8 @@ func (p *Process) stopWithin(grace, bound time.Duration) Stopped {
 func (p *Process) stop(grace, within time.Duration) Stopped {
 	start := time.Now()
 	st := Stopped{Contain: p.contain.Contain}
+	// Who to look for afterwards: the tree as it is now.
+	tree := Descendants(p.super)
 	// A stopped supervisor (SIGSTOP: anything the serve started, running
 	// as the same user, can send it) stops nothing and keeps the device:
 	// it is continued, now and while the stop goes on.
@@ -342,11 +344,6 @@ func (p *Process) stop(grace, within time.Duration) Stopped {
 	// A supervisor that is gone already cannot read it: its end of file is
 	// on its way.
 	p.ctl.WriteString(supervise.StopRequest(grace))
-	// Who to look for afterwards: the tree as it is now, read while the
-	// supervisor sends TERM (a reading of every process, milliseconds).
-	// Nothing leaves it meanwhile: an orphan comes back to the supervisor,
-	// a subreaper; what has exited needs no looking for.
-	tree := Descendants(p.super)
 	bound := time.NewTimer(grace + within)
 	defer bound.Stop()
 	look := time.NewTicker(20 * time.Millisecond)
