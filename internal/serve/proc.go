@@ -61,7 +61,9 @@ func Stat(pid int) (Proc, bool) {
 
 // stat reads one process's /proc/PID/stat.
 func stat(pid int) (Proc, bool) {
-	b, err := supervise.ReadProc("/proc/" + strconv.Itoa(pid) + "/stat")
+	buf := supervise.NewProcBuffer()
+	defer buf.Release()
+	b, err := buf.Read("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return Proc{}, false
 	}

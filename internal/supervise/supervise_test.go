@@ -256,26 +256,35 @@ func TestExitToldBeforeDone(t *testing.T) {
 }
 
 // TestReadProc: the whole file, as os.ReadFile reads it, in one read or
-// several (a file past the first buffer), and a clear error for none.
+// several (a file past the first buffer), into a buffer of its own or one
+// read into before (a ProcBuffer, after a larger file and before a smaller),
+// and a clear error for none.
 func TestReadProc(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big")
 	if err := os.WriteFile(big, []byte(strings.Repeat("0123456789abcdef", 1000)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{"/proc/self/stat", "/proc/self/status", big} {
-		got, err := ReadProc(path)
-		want, werr := os.ReadFile(path)
-		if err != nil || werr != nil {
-			t.Fatalf("ReadProc(%s) error %v (os.ReadFile: %v)", path, err, werr)
-		}
-		// stat and status change between two reads (times, memory):
-		// their first line and length are enough to tell a cut file.
-		first := func(b []byte) string { l, _, _ := strings.Cut(string(b), "\n"); return l[:min(len(l), 20)] }
-		if first(got) != first(want) || len(got) < len(want)*9/10 || (path == big && string(got) != string(want)) {
-			t.Errorf("ReadProc(%s) = %d bytes %q..., os.ReadFile %d bytes %q...", path, len(got), first(got), len(want), first(want))
+	buf := NewProcBuffer()
+	defer buf.Release()
+	for _, path := range []string{"/proc/self/stat", "/proc/self/status", big, "/proc/self/stat"} {
+		for _, read := range []func(string) ([]byte, error){
+			func(p string) ([]byte, error) { return ReadProc(p, nil) },
+			buf.Read,
+		} {
+			got, err := read(path)
+			want, werr := os.ReadFile(path)
+			if err != nil || werr != nil {
+				t.Fatalf("ReadProc(%s) error %v (os.ReadFile: %v)", path, err, werr)
+			}
+			// stat and status change between two reads (times, memory):
+			// their first line and length are enough to tell a cut file.
+			first := func(b []byte) string { l, _, _ := strings.Cut(string(b), "\n"); return l[:min(len(l), 20)] }
+			if first(got) != first(want) || len(got) < len(want)*9/10 || len(got) > len(want)*11/10 || (path == big && string(got) != string(want)) {
+				t.Errorf("ReadProc(%s) = %d bytes %q..., os.ReadFile %d bytes %q...", path, len(got), first(got), len(want), first(want))
+			}
 		}
 	}
-	if _, err := ReadProc("/proc/0/stat"); err == nil || !strings.Contains(err.Error(), "/proc/0/stat") {
+	if _, err := ReadProc("/proc/0/stat", nil); err == nil || !strings.Contains(err.Error(), "/proc/0/stat") {
 		t.Errorf("ReadProc of no process: error %v, want one naming the file", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,19 +49,24 @@ func PIDs() []int {
 }
 
 // ReadProc reads a file of /proc that the kernel writes out in one piece,
-// a process's stat or status, whole: open, read, close. A walk of /proc
-// reads one such file of every process, and os.ReadFile spends twice the
-// system calls on each (an fstat for the size, an attempt to add it to the
-// poller, a read of the end of file): where a system call is dear (a
-// virtual machine) that is milliseconds a walk. Not for a file of many
-// records (/proc/net/tcp): a read of one ends between records, short.
-func ReadProc(path string) ([]byte, error) {
+// a process's stat or status, whole, into buf (grown when it is too small),
+// and returns its bytes: open, read, close. A walk of /proc reads one such
+// file of every process, and os.ReadFile spends twice the system calls on
+// each (an fstat for the size, an attempt to add it to the poller, a read
+// of the end of file) and a buffer of its own: where a system call and a
+// page of fresh memory are dear (a virtual machine) that is milliseconds a
+// walk. Not for a file of many records (/proc/net/tcp): a read of one ends
+// between records, short.
+func ReadProc(path string, buf []byte) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	b := make([]byte, 0, 4096)
+	b := buf[:0]
+	if cap(b) == 0 {
+		b = make([]byte, 0, 512)
+	}
 	for {
 		n, err := unix.Read(fd, b[len(b):cap(b)])
 		if err == unix.EINTR {
@@ -79,9 +85,34 @@ func ReadProc(path string) ([]byte, error) {
 	}
 }
 
+// ProcBuffer is a buffer for ReadProc, taken from a pool and given back
+// with Release: the stat of every process of a walk is read into the same
+// few.
+type ProcBuffer struct{ b []byte }
+
+var procBuffers = sync.Pool{New: func() any { return &ProcBuffer{b: make([]byte, 0, 1024)} }}
+
+// NewProcBuffer takes a buffer from the pool.
+func NewProcBuffer() *ProcBuffer { return procBuffers.Get().(*ProcBuffer) }
+
+// Read reads path as ReadProc does. The bytes are the buffer's, good until
+// its next Read or its Release.
+func (p *ProcBuffer) Read(path string) ([]byte, error) {
+	b, err := ReadProc(path, p.b)
+	if cap(b) > cap(p.b) {
+		p.b = b[:0]
+	}
+	return b, err
+}
+
+// Release gives the buffer back to the pool.
+func (p *ProcBuffer) Release() { procBuffers.Put(p) }
+
 // stat reads one process's /proc/PID/stat.
 func stat(pid int) (proc, bool) {
-	b, err := ReadProc("/proc/" + strconv.Itoa(pid) + "/stat")
+	buf := NewProcBuffer()
+	defer buf.Release()
+	b, err := buf.Read("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return proc{}, false
 	}
@@ -113,7 +144,9 @@ func (p proc) dying() bool {
 	if p.state == 'Z' || p.state == 'X' || p.exiting {
 		return true
 	}
-	b, err := ReadProc("/proc/" + strconv.Itoa(p.pid) + "/status")
+	buf := NewProcBuffer()
+	defer buf.Release()
+	b, err := buf.Read("/proc/" + strconv.Itoa(p.pid) + "/status")
 	if err != nil {
 		return true // gone
 	}
