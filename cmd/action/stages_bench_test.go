@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 // as a runner pays it: the release build of the gate, exec'd, against its
 // simulated serve that loads in 400 ms and answers 5 replies of 16 tokens
 // at 20,000 tok/s, from the times its console lines reach this process and
-// the replies' own times (result.json):
+// the replies' own times (result.json). Each is the median over b.N runs:
 //
 //	to-spawn   the exec to the serve spawned (the process's start, flags,
 //	           config, out dir, port, log capture, the supervisor)
@@ -27,65 +28,86 @@ import (
 //	report     the stop reported to the process's exit (judge, result.json,
 //	           the console's table)
 //
+// With NPU_SERVE_SMOKE_STAGES_AGAINST set to another build of the gate (a
+// release build of main, say: go build -trimpath -ldflags='-s -w' in its
+// tree), each run of this tree's build is followed by one of that binary,
+// and its figures are reported as against-*: on a shared machine whose
+// speed drifts from one minute to the next, only runs side by side compare.
+//
 // go test -run '^$' -bench GateBinaryStages -benchtime 20x ./cmd/action
 func BenchmarkGateBinaryStages(b *testing.B) {
 	dir := b.TempDir()
-	r := newReleased(b, dir)
-	names := []string{"to-spawn", "to-first", "between", "stop", "report"}
-	sum := map[string]float64{}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	bins := map[string]string{"": newReleased(b, dir).bin}
+	if other := os.Getenv("NPU_SERVE_SMOKE_STAGES_AGAINST"); other != "" {
+		bins["against-"] = other
+	}
+	got := map[string][]float64{}
 	for i := 0; b.Loop(); i++ {
-		out := filepath.Join(dir, "out", strings.Repeat("x", i%8)+time.Now().Format("150405.000000000"))
-		cmd := exec.Command(r.bin, "run",
-			"--serve", r.bin+" fakellm --port {port} --instant --rate 20000 --first-token-ms 0 --ready-after 400ms",
-			"--rate-source", "server", "--replies", "5", "--max-replies", "5", "--max-tokens", "16",
-			"--energy", "off", "--hold", "none", "--out", out)
-		cmd.Env = append(os.Environ(), "GITHUB_ACTIONS=")
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		at := map[string]time.Time{}
-		t0 := time.Now()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			now := time.Now()
-			for _, prefix := range []string{"serve: pid", "serve: ready", "serve: stop took"} {
-				if strings.HasPrefix(sc.Text(), prefix) {
-					at[prefix] = now
-				}
+		for prefix, bin := range bins {
+			out := filepath.Join(dir, "out", prefix+strings.Repeat("x", i%8)+time.Now().Format("150405.000000000"))
+			for stage, ms := range gateStages(b, bin, out) {
+				got[prefix+stage] = append(got[prefix+stage], ms)
 			}
 		}
-		if err := cmd.Wait(); err != nil {
-			b.Fatalf("the gate: %v", err)
-		}
-		end := time.Now()
-		var res struct {
-			Warmups []measure.Reply `json:"warmups"`
-			Replies []measure.Reply `json:"replies"`
-		}
-		raw, err := os.ReadFile(filepath.Join(out, "result.json"))
-		if err != nil || json.Unmarshal(raw, &res) != nil || len(res.Replies) != 5 {
-			b.Fatalf("result.json: %v, %d replies", err, len(res.Replies))
-		}
-		all := append(res.Warmups, res.Replies...)
-		last := all[len(all)-1]
-		sum["to-spawn"] += ms(at["serve: pid"].Sub(t0))
-		sum["to-first"] += ms(all[0].T0.Sub(at["serve: ready"]))
-		for i := 1; i < len(all); i++ {
-			prevEnd := all[i-1].T0.Add(time.Duration(all[i-1].EndMS * float64(time.Millisecond)))
-			sum["between"] += ms(all[i].T0.Sub(prevEnd))
-		}
-		sum["stop"] += ms(at["serve: stop took"].Sub(last.T0.Add(time.Duration(last.EndMS * float64(time.Millisecond)))))
-		sum["report"] += ms(end.Sub(at["serve: stop took"]))
 	}
-	total := 0.0
-	for _, n := range names {
-		b.ReportMetric(sum[n]/float64(b.N), n+"-ms")
-		total += sum[n]
+	for name, v := range got {
+		slices.Sort(v)
+		b.ReportMetric(v[len(v)/2], name+"-ms")
 	}
-	b.ReportMetric(total/float64(b.N), "own-ms")
+}
+
+// gateStages runs the gate bin once, its out directory out, and returns its
+// own time in each stage, and in all ("own"), in milliseconds.
+func gateStages(b *testing.B, bin, out string) map[string]float64 {
+	cmd := exec.Command(bin, "run",
+		"--serve", bin+" fakellm --port {port} --instant --rate 20000 --first-token-ms 0 --ready-after 400ms",
+		"--rate-source", "server", "--replies", "5", "--max-replies", "5", "--max-tokens", "16",
+		"--energy", "off", "--hold", "none", "--out", out)
+	cmd.Env = append(os.Environ(), "GITHUB_ACTIONS=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := map[string]time.Time{}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		now := time.Now()
+		for _, prefix := range []string{"serve: pid", "serve: ready", "serve: stop took"} {
+			if strings.HasPrefix(sc.Text(), prefix) {
+				at[prefix] = now
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("the gate %s: %v", bin, err)
+	}
+	end := time.Now()
+	var res struct {
+		Warmups []measure.Reply `json:"warmups"`
+		Replies []measure.Reply `json:"replies"`
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil || json.Unmarshal(raw, &res) != nil || len(res.Replies) != 5 {
+		b.Fatalf("result.json: %v, %d replies", err, len(res.Replies))
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	endOf := func(r measure.Reply) time.Time { return r.T0.Add(time.Duration(r.EndMS * float64(time.Millisecond))) }
+	all := append(res.Warmups, res.Replies...)
+	st := map[string]float64{
+		"to-spawn": ms(at["serve: pid"].Sub(t0)),
+		"to-first": ms(all[0].T0.Sub(at["serve: ready"])),
+		"stop":     ms(at["serve: stop took"].Sub(endOf(all[len(all)-1]))),
+		"report":   ms(end.Sub(at["serve: stop took"])),
+	}
+	for i := 1; i < len(all); i++ {
+		st["between"] += ms(all[i].T0.Sub(endOf(all[i-1])))
+	}
+	for _, v := range []string{"to-spawn", "to-first", "between", "stop", "report"} {
+		st["own"] += st[v]
+	}
+	return st
 }
