@@ -45,8 +45,7 @@ func (e *NotReadyError) Error() string {
 }
 
 // WaitReady asks base+path for each of paths every PollEvery until one
-// answers 200; a path that answers 404 while another answers otherwise is
-// dropped. It gives up at once when the serve exits, when timeout passes
+// answers 200. It gives up at once when the serve exits, when timeout passes
 // or when ctx ends.
 func (p *Process) WaitReady(ctx context.Context, base string, paths []string, timeout time.Duration) (Ready, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -66,8 +65,6 @@ func (p *Process) WaitReady(ctx context.Context, base string, paths []string, ti
 	tick := time.NewTicker(PollEvery)
 	defer tick.Stop()
 	for {
-		var missing []string // paths the serve has not (404) while it answers another
-		answered := false
 		for _, path := range paths {
 			status, err := get(reqCtx, client, base+path)
 			if status == http.StatusOK {
@@ -77,21 +74,9 @@ func (p *Process) WaitReady(ctx context.Context, base string, paths []string, ti
 				if reqCtx.Err() == nil { // not our own deadline cutting it short
 					last[path] = shortErr(err)
 				}
-				continue
-			}
-			last[path] = "HTTP " + strconv.Itoa(status)
-			if status == http.StatusNotFound {
-				missing = append(missing, path)
 			} else {
-				answered = true
+				last[path] = "HTTP " + strconv.Itoa(status)
 			}
-		}
-		// A path that is not found while another answers (503 while the
-		// model loads) is not this serve's health path: it is asked no
-		// more. --health auto asks three paths every PollEvery, and a
-		// serve that loads for minutes would answer thousands of them.
-		if answered && len(missing) > 0 {
-			paths = slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return slices.Contains(missing, p) })
 		}
 		select {
 		case <-p.done:
