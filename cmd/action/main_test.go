@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -225,13 +226,33 @@ func setEnvFile(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], ts.ReadFile(args[1]))
 }
 
-// stranger FILE waits in the background for FILE to name a port, then
-// listens on it and answers every request 200, as a stale server would.
+// stranger [-stall] FILE waits in the background for FILE to name a port,
+// then listens on it and answers every request 200, as a stale server
+// would; with -stall it answers health and never a request, and writes
+// FILE.post "cut" when the client gives up on it (or, after a minute,
+// "answered after a minute").
 func stranger(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: stranger FILE")
+	fs := flag.NewFlagSet("stranger", flag.ContinueOnError)
+	stall := fs.Bool("stall", false, "answer no request (POST): wait for the client to give up, a minute at most, and write FILE.post saying which")
+	if neg || fs.Parse(args) != nil || fs.NArg() != 1 {
+		ts.Fatalf("usage: stranger [-stall] FILE")
 	}
-	path := ts.MkAbs(args[0])
+	path := ts.MkAbs(fs.Arg(0))
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		if !*stall || r.Method != http.MethodPost {
+			return
+		}
+		// Read whole, so that the server watches the connection and
+		// the request's context ends when the client closes it.
+		io.Copy(io.Discard, r.Body)
+		what := "answered after a minute\n"
+		select {
+		case <-r.Context().Done():
+			what = "cut\n"
+		case <-time.After(time.Minute):
+		}
+		os.WriteFile(path+".post", []byte(what), 0o644)
+	}
 	done := make(chan struct{})
 	ts.Defer(func() { close(done) })
 	go func() {
@@ -250,7 +271,7 @@ func stranger(ts *testscript.TestScript, neg bool, args []string) {
 			if err != nil {
 				return
 			}
-			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+			srv := &http.Server{Handler: http.HandlerFunc(handler)}
 			go srv.Serve(ln)
 			<-done
 			srv.Close()

@@ -393,17 +393,27 @@ func (g *Gate) waitReady(ctx context.Context, res *report.Result, proc *serve.Pr
 	return base, true
 }
 
-// checkListener checks that what listens on port is the serve this run
-// started (a stale server is never measured), beside the first request:
-// CheckListener reads the descriptors of every process the gate can see,
-// milliseconds on an idle runner and many more on a machine of thousands,
-// and the first request's exchange is time the gate waits anyway. Nothing
-// the serve answers is kept, written, shown or judged before the check has
-// passed (asker.listening); the request itself carries a prompt of the
+// listenerCheck is the check that what listens on the serve's port is the
+// serve this run started (a stale server is never measured), run beside
+// the first request: CheckListener reads the descriptors of every process
+// the gate can see, milliseconds on an idle runner and many more on a
+// machine of thousands, and the first request's exchange is time the gate
+// waits anyway. Nothing the serve answers is kept, written, shown or judged
+// before the check has passed (asker.listening), and a request still
+// running when it fails is cut short (asker.ask): a stranger that never
+// answers holds nothing up. The request itself carries a prompt of the
 // run's prompt set, and no secret.
-func checkListener(proc *serve.Process, port int) <-chan error {
-	c := make(chan error, 1)
-	go func() { c <- proc.CheckListener(port) }()
+type listenerCheck struct {
+	done chan struct{} // closed when err is set
+	err  error
+}
+
+func checkListener(proc *serve.Process, port int) *listenerCheck {
+	c := &listenerCheck{done: make(chan struct{})}
+	go func() {
+		c.err = proc.CheckListener(port)
+		close(c.done)
+	}()
 	return c
 }
 
@@ -521,24 +531,63 @@ type asker struct {
 	toldRefusal bool
 	// listener is the check of the port's listener (checkListener);
 	// listened is its outcome, once waited for.
-	listener <-chan error
+	listener *listenerCheck
 	listened *bool
 }
 
 // listening waits for the check of the port's listener, the first time,
 // and reports whether what listens is the serve. When it is not, the run
-// has no replies, and res says why.
+// has no replies, and res says why. A serve that has exited meanwhile (on
+// the first request, say: its socket was read as it closed) is no
+// stranger: its exit is the run's story, as when the check ran alone.
 func (a *asker) listening() bool {
 	if a.listened == nil {
+		<-a.listener.done
 		ok := true
-		if err := <-a.listener; err != nil {
-			ok = false
-			a.res.NoReplies = err.Error()
-			a.g.logf("serve: %s", report.ConsoleText(err.Error()))
+		if err := a.listener.err; err != nil {
+			select {
+			case <-a.proc.Done():
+			case <-time.After(exitSeen):
+				ok = false
+				a.res.NoReplies = err.Error()
+				a.g.logf("serve: %s", report.ConsoleText(err.Error()))
+			}
 		}
 		a.listened = &ok
 	}
 	return *a.listened
+}
+
+// exitSeen bounds the wait for a serve's exit to be seen, once something
+// says it may have exited: a failed reply, a failed check of its listener.
+const exitSeen = time.Second
+
+// askContext is the context of a request: the run's, cut short when the
+// check of the port's listener fails while the request runs. done ends it
+// once the request is over.
+func (a *asker) askContext() (ctx context.Context, done context.CancelFunc) {
+	if a.listened != nil {
+		return a.ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(a.ctx)
+	go func() {
+		select {
+		case <-a.listener.done:
+			if a.listener.err == nil {
+				return
+			}
+			// A serve that exited is no stranger (listening): its own
+			// request ends by itself.
+			select {
+			case <-a.proc.Done():
+			case <-time.After(exitSeen):
+				cancel()
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // ask asks request n (a warm-up or a judged reply). ok is false when the run
@@ -560,7 +609,9 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		if a.ctx.Err() != nil {
 			return r, false
 		}
-		r = a.prober.Ask(a.ctx, n, warmup, prompt)
+		ctx, done := a.askContext()
+		r = a.prober.Ask(ctx, n, warmup, prompt)
+		done()
 	}
 	if !a.listening() {
 		return r, false
@@ -571,7 +622,7 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		// "connection refused".
 		select {
 		case <-a.proc.Done():
-		case <-time.After(time.Second):
+		case <-time.After(exitSeen):
 		}
 	}
 	if err := report.WriteReplyIn(a.g.outDir, report.ReplyFile(&r), &r); err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,5 +175,34 @@ func TestCheckListenerBelowTheSupervisor(t *testing.T) {
 				t.Errorf("serves(): this test (pid %d) or the supervisor (pid %d) counted as the serve's", os.Getpid(), p.SupervisorPID())
 			}
 		})
+	}
+}
+
+// A serve that dies while the check reads its port (on the first request,
+// which the check runs beside) closes its socket between the listing and
+// the reading of its holders: that is no stranger, and the check, read
+// again, says so.
+func TestCheckListenerServeGoneMidRead(t *testing.T) {
+	port := freePort(t)
+	p := fake(t, port)
+	if _, err := p.WaitReady(context.Background(), base(port), autoPaths, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	first := true
+	testHookListenerRead = func() {
+		if !first {
+			return
+		}
+		first = false
+		syscall.Kill(p.PID(), syscall.SIGKILL)
+		for deadline := time.Now().Add(time.Minute); len(listeningSockets(port)) > 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		}
+	}
+	defer func() { testHookListenerRead = func() {} }()
+	if err := p.CheckListener(port); err != nil {
+		t.Errorf("CheckListener() of a serve that died as it was read = %v, want nil: its own socket, gone", err)
+	}
+	if first {
+		t.Errorf("the serve was not ended between the listing and the holders")
 	}
 }
