@@ -619,3 +619,17 @@ func LogprobsText(replies []measure.Reply) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// Prepare renders an empty result and an empty reply once and keeps
+// nothing: what a first rendering builds (the JSON encoders of Result and
+// measure.Reply, the patterns compiled when first used) is then built. The
+// gate calls it while the serve loads, which takes seconds for a real
+// serve, so that the first reply's file and the report after the stop
+// wait for none of it.
+func Prepare() {
+	var r Result
+	resultBytes(ResultFile, &r)
+	Markdown(&r, MarkdownLimit)
+	Console(io.Discard, &r)
+	replyBytes(ReplyFile(&measure.Reply{}), &measure.Reply{})
+}

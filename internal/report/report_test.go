@@ -501,3 +501,41 @@ func TestLogprobsText(t *testing.T) {
 		t.Errorf("Markdown does not say the refusal in one escaped row:\n%s", md)
 	}
 }
+
+// Prepare, run while a result is rendered (the gate runs it while the serve
+// loads, beside its log and its first requests), changes nothing of what
+// is rendered, and writes nothing.
+func TestPrepareChangesNothing(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var console bytes.Buffer
+	Console(&console, sample())
+	md := Markdown(sample(), MarkdownLimit)
+	js, err := resultBytes(ResultFile, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Prepare()
+	}()
+	var console2 bytes.Buffer
+	Console(&console2, sample())
+	js2, err := resultBytes(ResultFile, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if d := cmp.Diff(console.String(), console2.String()); d != "" {
+		t.Errorf("Console beside Prepare (-before +after):\n%s", d)
+	}
+	if d := cmp.Diff(md, Markdown(sample(), MarkdownLimit)); d != "" {
+		t.Errorf("Markdown after Prepare (-before +after):\n%s", d)
+	}
+	if d := cmp.Diff(string(js), string(js2)); d != "" {
+		t.Errorf("result.json beside Prepare (-before +after):\n%s", d)
+	}
+	if entries, _ := os.ReadDir("."); len(entries) != 0 {
+		t.Errorf("Prepare wrote %v", entries)
+	}
+}
