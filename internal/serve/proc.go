@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -100,9 +101,63 @@ func withCommand(p Proc) Proc {
 }
 
 // Descendants is every process below pid, pid itself included, as /proc
-// shows them now, without command lines (see snapshot).
+// shows them now, without command lines (see snapshot). It follows each
+// thread's children (/proc/PID/task/TID/children: a process's children
+// are listed under the thread that forked them), a few reads for a serve's
+// tree where a walk of /proc reads every process on the machine; where the
+// kernel keeps no such file (CONFIG_PROC_CHILDREN), it walks.
 func Descendants(pid int) []Proc {
-	return below(snapshot(), pid)
+	if !childrenFiles() {
+		return below(snapshot(), pid)
+	}
+	root, ok := stat(pid)
+	if !ok {
+		return nil
+	}
+	out := []Proc{root}
+	seen := map[int]bool{pid: true}
+	for i := 0; i < len(out); i++ {
+		for _, c := range children(out[i].PID) {
+			// A pid listed as its child and reused since is not.
+			if pr, ok := stat(c); ok && !seen[c] && pr.PPID == out[i].PID {
+				seen[c] = true
+				out = append(out, pr)
+			}
+		}
+	}
+	return out
+}
+
+// childrenFiles says whether /proc has each thread's children file.
+var childrenFiles = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/children")
+	return err == nil
+})
+
+// children is the pids of pid's children, from each of its threads'
+// children files; none once it is gone.
+func children(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	tids, _ := f.Readdirnames(-1)
+	f.Close()
+	var out []int
+	for _, tid := range tids {
+		// Read to its end: a long list comes in more than one read.
+		b, err := os.ReadFile(dir + tid + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // below is every process of all below pid, pid itself included.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
@@ -403,5 +406,74 @@ func TestReadyPathNotFoundThenUp(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		t.Fatalf("WaitReady() = %+v, %v; want ready on /health (asked %v)", r, err, asked)
+	}
+}
+
+// Descendants finds the children each thread forked (the kernel lists a
+// child under the thread that forked it) and theirs, as a walk of /proc
+// finds them.
+func TestDescendantsOfEveryThread(t *testing.T) {
+	if !childrenFiles() {
+		t.Skip("no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)")
+	}
+	var cmds []*exec.Cmd
+	var mu sync.Mutex
+	var started sync.WaitGroup
+	hold := make(chan struct{})
+	defer close(hold)
+	tids := map[int]bool{}
+	for i := range 4 {
+		started.Add(1)
+		go func() {
+			// Each from a thread of its own, held until the test is done:
+			// the child stays listed under it.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cmd := exec.Command("sleep", "60")
+			if i%2 == 1 {
+				cmd = exec.Command("sh", "-c", "sleep 60 & echo started; wait")
+			}
+			out, _ := cmd.StdoutPipe()
+			err := cmd.Start()
+			if err == nil && i%2 == 1 {
+				bufio.NewReader(out).ReadString('\n')
+			}
+			mu.Lock()
+			if err != nil {
+				t.Error(err)
+			} else {
+				cmds = append(cmds, cmd)
+			}
+			tids[unix.Gettid()] = true
+			mu.Unlock()
+			started.Done()
+			<-hold
+		}()
+	}
+	started.Wait()
+	t.Cleanup(func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	if len(tids) != 4 {
+		t.Fatalf("the children were started from %d threads, want 4", len(tids))
+	}
+	got := map[int]bool{}
+	for _, pr := range Descendants(os.Getpid()) {
+		got[pr.PID] = true
+	}
+	n := 0
+	for _, c := range cmds {
+		for _, pr := range below(snapshot(), c.Process.Pid) {
+			n++
+			if !got[pr.PID] {
+				t.Errorf("Descendants misses %v, child %d or below it", pr, c.Process.Pid)
+			}
+		}
+	}
+	if n != 6 {
+		t.Errorf("the walk found %d processes below the 4 children, want 6 (2 grandchildren)", n)
 	}
 }
