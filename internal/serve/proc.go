@@ -104,8 +104,11 @@ func withCommand(p Proc) Proc {
 // shows them now, without command lines (see snapshot). It follows each
 // thread's children (/proc/PID/task/TID/children: a process's children
 // are listed under the thread that forked them), a few reads for a serve's
-// tree where a walk of /proc reads every process on the machine; where the
-// kernel keeps no such file (CONFIG_PROC_CHILDREN), it walks.
+// tree where a walk of /proc reads every process on the machine. A child
+// whose thread exits moves to another thread, perhaps one not yet read or
+// not yet listed: where a process's threads changed while they were read,
+// or a list may have come in more than one read, it walks /proc instead,
+// as it does where the kernel keeps no such files (CONFIG_PROC_CHILDREN).
 func Descendants(pid int) []Proc {
 	if !childrenFiles() {
 		return below(snapshot(), pid)
@@ -117,7 +120,11 @@ func Descendants(pid int) []Proc {
 	out := []Proc{root}
 	seen := map[int]bool{pid: true}
 	for i := 0; i < len(out); i++ {
-		for _, c := range children(out[i].PID) {
+		kids, ok := children(out[i].PID)
+		if !ok {
+			return below(snapshot(), pid)
+		}
+		for _, c := range kids {
 			// A pid listed as its child and reused since is not.
 			if pr, ok := stat(c); ok && !seen[c] && pr.PPID == out[i].PID {
 				seen[c] = true
@@ -135,21 +142,21 @@ var childrenFiles = sync.OnceValue(func() bool {
 })
 
 // children is the pids of pid's children, from each of its threads'
-// children files; none once it is gone.
-func children(pid int) []int {
+// children files, with ok false where that reading may have missed one: a
+// thread exited, or came, while they were read (its children move to
+// another), or a list filled a read (more may have come in a second, after
+// entries before it left). A process gone is none, and ok.
+func children(pid int) (out []int, ok bool) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
-	f, err := os.Open(dir)
+	tids, err := taskIDs(dir)
 	if err != nil {
-		return nil
+		return nil, true
 	}
-	tids, _ := f.Readdirnames(-1)
-	f.Close()
-	var out []int
+	var buf [4096]byte
 	for _, tid := range tids {
-		// Read to its end: a long list comes in more than one read.
-		b, err := os.ReadFile(dir + tid + "/children")
-		if err != nil {
-			continue
+		b, err := readOnce(dir+tid+"/children", buf[:])
+		if err != nil || len(b) >= childrenRead {
+			return nil, false
 		}
 		for _, f := range bytes.Fields(b) {
 			if c, err := strconv.Atoi(string(f)); err == nil {
@@ -157,7 +164,46 @@ func children(pid int) []int {
 			}
 		}
 	}
-	return out
+	again, err := taskIDs(dir)
+	if err != nil {
+		return nil, true // gone meanwhile: its children came to the subreaper
+	}
+	return out, slices.Equal(tids, again)
+}
+
+// childrenRead is the most a children file gives in one read (a page of
+// the kernel's): a list that fills it may have more.
+const childrenRead = 4000
+
+// readOnce is one read of a file into buf.
+func readOnce(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
+}
+
+// taskIDs is the names in a process's task directory, sorted.
+func taskIDs(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	slices.Sort(names)
+	return names, err
 }
 
 // below is every process of all below pid, pid itself included.

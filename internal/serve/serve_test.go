@@ -477,3 +477,49 @@ func TestDescendantsOfEveryThread(t *testing.T) {
 		t.Errorf("the walk found %d processes below the 4 children, want 6 (2 grandchildren)", n)
 	}
 }
+
+// A child whose thread exits moves to another thread of its parent,
+// perhaps one not yet read, or not yet listed when the threads were: a
+// process whose threads keep handing their child on (testdata/handoff.c:
+// each thread starts the next and exits) never hides it, nor what is
+// below it, from Descendants.
+func TestDescendantsThroughThreadHandoff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a C build")
+	}
+	bin := filepath.Join(t.TempDir(), "handoff")
+	if out, err := exec.Command("gcc", "-O2", "-pthread", "-o", bin, "testdata/handoff.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		for _, pr := range below(snapshot(), pid) {
+			unix.Kill(pr.PID, unix.SIGKILL)
+		}
+		cmd.Wait()
+	})
+	bufio.NewReader(out).ReadString('\n')
+	// The child and its grandchild, once both are there.
+	for deadline := time.Now().Add(10 * time.Second); len(below(snapshot(), pid)) < 3; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("below %d: %v, want it, its child and grandchild", pid, below(snapshot(), pid))
+		}
+	}
+	missed := 0
+	for range 500 {
+		if len(Descendants(pid)) < 3 {
+			missed++
+		}
+	}
+	if missed > 0 {
+		t.Errorf("Descendants missed the child or the grandchild of a process whose threads hand them on, %d times of 500", missed)
+	}
+}
