@@ -68,7 +68,7 @@ type Process struct {
 	started time.Time
 	contain supervise.Event // the started event: how the serve is held
 
-	ctl      *os.File              // the control pipe to the supervisor
+	ctl      *os.File              // the control socket: requests to the supervisor, its events back
 	done     chan struct{}         // closed when the serve has exited
 	exit     supervise.Exit        // how, once done
 	report   chan supervise.Report // the supervisor's report of its stop
@@ -95,18 +95,12 @@ func Start(o Options) (*Process, error) {
 		return nil, fmt.Errorf("hiding the environment from the serve (prctl PR_SET_DUMPABLE): %w", err)
 	}
 	cmd := supervisorCommand(o)
-	ctlR, ctlW, err := os.Pipe()
+	ctl, theirs, err := controlSocket()
 	if err != nil {
 		return nil, err
 	}
-	evR, evW, err := os.Pipe()
-	if err != nil {
-		ctlR.Close()
-		ctlW.Close()
-		return nil, err
-	}
-	cmd.ExtraFiles = append([]*os.File{ctlR, evW}, o.ExtraFiles...)
-	p := &Process{ctl: ctlW, done: make(chan struct{}), report: make(chan supervise.Report, 1), gone: make(chan struct{}), ended: make(chan struct{})}
+	cmd.ExtraFiles = append([]*os.File{theirs}, o.ExtraFiles...)
+	p := &Process{ctl: ctl, done: make(chan struct{}), report: make(chan supervise.Report, 1), gone: make(chan struct{}), ended: make(chan struct{})}
 	spawned := make(chan error, 1)
 	// Pdeathsig fires when the thread that forked the child ends, not the
 	// process (go.dev/issue/27505). This goroutine stays locked to its thread
@@ -131,22 +125,20 @@ func Start(o Options) (*Process, error) {
 		close(p.gone)
 	}()
 	err = <-spawned
-	// The supervisor's ends are its own now: the event pipe reads its end of
+	// The supervisor's end is its own now: the gate's reads its end of
 	// file when the supervisor exits.
-	ctlR.Close()
-	evW.Close()
+	theirs.Close()
 	if err != nil {
-		ctlW.Close()
-		evR.Close()
+		ctl.Close()
 		return nil, fmt.Errorf("starting the supervisor of %s: %w", o.Argv[0], err)
 	}
 	started := make(chan supervise.Event, 1)
-	go p.listen(evR, started)
+	go p.listen(ctl, started)
 	ev := <-started
 	if ev.Kind != supervise.Started {
 		// Whatever it started, if anything, it stops at the end of its
-		// control pipe.
-		ctlW.Close()
+		// control socket.
+		ctl.Close()
 		<-p.gone
 		if ev.Error == "" {
 			ev.Error = "its supervisor " + p.gonehow
@@ -159,6 +151,26 @@ func Start(o Options) (*Process, error) {
 	}
 	p.started = time.Unix(0, ev.StartedNS)
 	return p, nil
+}
+
+// controlSocket is the gate's end and the supervisor's of the socket they
+// talk on: the gate's requests one way, the supervisor's events the other.
+// A socket, not pipes: a process of the same user (the serve) can open
+// another's pipe through /proc/PID/fd/N, and read the gate's stop or write
+// events in the supervisor's name; a socket cannot be opened that way. The
+// gate's end is in Go's poller, so that closing it (the end of file that
+// tells the supervisor the gate is done) is not held up by its reader.
+func controlSocket() (ctl, theirs *os.File, err error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the supervisor's control socket: %w", err)
+	}
+	if err := unix.SetNonblock(pair[0], true); err != nil {
+		unix.Close(pair[0])
+		unix.Close(pair[1])
+		return nil, nil, fmt.Errorf("the supervisor's control socket: %w", err)
+	}
+	return os.NewFile(uintptr(pair[0]), "control"), os.NewFile(uintptr(pair[1]), "control"), nil
 }
 
 // supervisorCommand is the command that starts the supervisor of o.
@@ -188,7 +200,7 @@ func supervisorCommand(o Options) *exec.Cmd {
 	}
 	cmd.Env = o.Env
 	// TERM is the supervisor's cue to stop the serve; the gate's death sends
-	// it, as does the control pipe's end of file. The supervisor is in a
+	// it, as does the control socket's end of file. The supervisor is in a
 	// process group of its own, so a SIGKILL to the gate's group (a
 	// terminal's or a CI runner's kill of the job) does not reach it: it
 	// sees the gate die and stops the serve's tree. It keeps the gate's

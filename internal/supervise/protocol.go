@@ -10,14 +10,12 @@ import (
 )
 
 // The supervisor's descriptors, as its parent hands them over: the control
-// pipe (the parent's requests, one a line), the event pipe (the
-// supervisor's JSON lines), then the files the supervisor holds until
-// nothing it started is left (the device ticket), which the serve does not
-// inherit.
+// socket, both ways (the gate's requests, one a line; the supervisor's
+// events, JSON lines), then the files the supervisor holds until nothing it
+// started is left (the device ticket), which the serve does not inherit.
 const (
 	ControlFD = 3
-	EventFD   = 4
-	HeldFD    = 5
+	HeldFD    = 4
 )
 
 // Event kinds, in the order they come.
@@ -28,7 +26,7 @@ const (
 	Done    = "stopped" // nothing the supervisor started is left: Report
 )
 
-// Event is one line the supervisor writes on its event pipe.
+// Event is one line the supervisor writes on the control socket.
 type Event struct {
 	Kind      string  `json:"kind"`
 	PID       int     `json:"pid,omitempty"`        // the serve's pid, also its process group

@@ -6,8 +6,8 @@
 // subreaper, so whatever the serve's tree leaves as an orphan comes back to
 // it, holds the device ticket's descriptors (the serve never gets them)
 // and starts the serve in a process group of its own, inside a cgroup made for it where the machine
-// lets it make one. When the gate asks (a line on the control pipe), when
-// the gate dies (the control pipe's end of file, or its parent-death
+// lets it make one. When the gate asks (a line on the control socket), when
+// the gate dies (the socket's end of file, or its parent-death
 // signal), it stops the serve: TERM to its group, a grace period, then KILL
 // to everything it started, again until the kernel says it has no child
 // left (ECHILD), reaping each. Then it reports and exits, which releases the
@@ -48,8 +48,9 @@ const Command = "supervise"
 //
 //	supervise [--contain auto|cgroup2|freezer|descendants] [--foreground] [--held N] -- ARGV...
 //
-// with the control pipe on fd 3, the event pipe on fd 4 and N held files
-// from fd 5, which the supervisor keeps and the serve does not inherit. It
+// with the control socket on fd 3 (the gate's requests in, the events out)
+// and N held files from fd 4, which the supervisor keeps and the serve does
+// not inherit. It
 // returns the supervisor's exit status: 0 once nothing it
 // started is left.
 func Main(args []string, getenv func(string) string, stderr io.Writer) int {
@@ -57,7 +58,7 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	contain := fs.String("contain", "", "the mechanism that holds the serve's tree (default $"+ContainEnv+", else auto)")
 	foreground := fs.Bool("foreground", false, "make the serve's group the terminal's foreground group (stdin is the terminal)")
-	held := fs.Int("held", 0, "how many files from fd 5 the supervisor holds (the device's ticket) until nothing it started is left")
+	held := fs.Int("held", 0, "how many files from fd 4 the supervisor holds (the device's ticket) until nothing it started is left")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -68,14 +69,13 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 	if *contain == "" {
 		*contain = getenv(ContainEnv)
 	}
-	events := os.NewFile(EventFD, "events")
 	control := os.NewFile(ControlFD, "control")
-	if events == nil || control == nil || !isPipe(EventFD) || !isPipe(ControlFD) {
-		fmt.Fprintln(stderr, "supervise: fds 3 and 4 are not pipes; it is started by the gate, not by hand")
+	if control == nil || !isSocket(ControlFD) {
+		fmt.Fprintln(stderr, "supervise: fd 3 is not a socket; it is started by the gate, not by hand")
 		return 2
 	}
 	// None of the supervisor's own descriptors may reach the serve: a
-	// serve holding the event pipe would keep the gate from seeing the
+	// serve holding the control socket would keep the gate from seeing the
 	// supervisor's end, and one holding the ticket's descriptor shares its
 	// lock, which flock(fd, LOCK_UN) in any process that shares it drops,
 	// freeing the device for everyone while the gate measures. The
@@ -83,7 +83,7 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 	for fd := ControlFD; fd < HeldFD+*held; fd++ {
 		syscall.CloseOnExec(fd)
 	}
-	s := newSupervisor(events)
+	s := newSupervisor(control)
 	return s.run(fs.Args(), *contain, *foreground, *held, control)
 }
 
@@ -387,7 +387,7 @@ func readControl(control *os.File, requests chan<- time.Duration) {
 	}
 }
 
-func isPipe(fd int) bool {
+func isSocket(fd int) bool {
 	var st unix.Stat_t
-	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK
 }
