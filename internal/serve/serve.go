@@ -384,7 +384,12 @@ wait:
 				if least := time.Now().Add(2 * time.Second); until.Before(least) {
 					until = least
 				}
-				st.Swept = len(sweep(p.pid, tree, p.contain.Cgroup, p.since, until))
+				// Swept counts what the serve left, not the serve: one
+				// whose supervisor died is killed by its parent-death
+				// signal, and may still be dying when the sweep begins.
+				killed := sweep(p.pid, tree, p.contain.Cgroup, p.since, until)
+				delete(killed, p.pid)
+				st.Swept = len(killed)
 			}
 			break wait
 		case <-look.C:
