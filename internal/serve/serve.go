@@ -153,11 +153,22 @@ func Start(o Options) (*Process, error) {
 	return p, nil
 }
 
+// closeWrite ends the gate's side of the control socket: the supervisor
+// reads its end of file, and its events can still be read.
+func (p *Process) closeWrite() {
+	if rc, err := p.ctl.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_WR) })
+	}
+}
+
 // controlSocket is the gate's end and the supervisor's of the socket they
 // talk on: the gate's requests one way, the supervisor's events the other.
 // A socket, not pipes: a process of the same user (the serve) can open
 // another's pipe through /proc/PID/fd/N, and read the gate's stop or write
-// events in the supervisor's name; a socket cannot be opened that way. The
+// events in the supervisor's name; a socket cannot be opened that way
+// (where the serve may trace its supervisor it can still take a copy,
+// pidfd_getfd: listen takes each event once, and nothing forged passes a
+// run, see docs/runner.md). The
 // gate's end is in Go's poller, so that closing it (the end of file that
 // tells the supervisor the gate is done) is not held up by its reader.
 func controlSocket() (ctl, theirs *os.File, err error) {
@@ -217,7 +228,7 @@ func supervisorCommand(o Options) *exec.Cmd {
 func (p *Process) listen(r *os.File, started chan<- supervise.Event) {
 	defer close(p.ended)
 	defer r.Close()
-	first := true
+	first, exited, reported := true, false, false
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		var ev supervise.Event
@@ -229,14 +240,21 @@ func (p *Process) listen(r *os.File, started chan<- supervise.Event) {
 			started <- ev
 			continue
 		}
+		// Each taken once, the first: a serve that may trace its
+		// supervisor (no Yama, or ptrace_scope 0) can take a copy of its
+		// end of the socket (pidfd_getfd) and write there too. A forged
+		// exit or report can end the run sooner, not pass it: the stop
+		// counts survivors from /proc.
 		switch ev.Kind {
 		case supervise.Exited:
-			if ev.Exit != nil {
+			if ev.Exit != nil && !exited {
+				exited = true
 				p.exit = *ev.Exit
 				close(p.done)
 			}
 		case supervise.Done:
-			if ev.Report != nil {
+			if ev.Report != nil && !reported {
+				reported = true
 				p.report <- *ev.Report
 			}
 		}
@@ -246,9 +264,7 @@ func (p *Process) listen(r *os.File, started chan<- supervise.Event) {
 		started <- supervise.Event{}
 		return
 	}
-	select {
-	case <-p.done:
-	default:
+	if !exited {
 		p.exit = supervise.Exit{Code: -1, Lost: "its supervisor (pid " + strconv.Itoa(p.super) + ") " + p.gonehow}
 		close(p.done)
 	}
@@ -398,7 +414,9 @@ wait:
 			break wait
 		}
 	}
-	p.ctl.Close()
+	// The end of what the gate asks (the supervisor reads its end of
+	// file), not of what it is told: events still to come are read.
+	p.closeWrite()
 	st.StopMS = float64(time.Since(start)) / float64(time.Millisecond)
 	select {
 	case <-p.done:
