@@ -13,7 +13,6 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 // Exit codes.
@@ -64,8 +63,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		switch args[0] {
 		case "fakellm": // the simulated serve, started by demo
 			return fakellm.Command(args[1:], stdout, stderr)
-		case supervise.Command: // the serve's supervisor, started by run
-			return supervise.Main(args[1:], getenv, stderr)
 		}
 	}
 	return newEnv(getenv, stdout, stderr).command(ctx, args)

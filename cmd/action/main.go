@@ -14,6 +14,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// The supervisor runs from its init, before the packages it does not use.
+	_ "github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise/early"
 )
 
 func main() {

@@ -22,16 +22,12 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/scripttest"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 func TestMain(m *testing.M) {
 	// The gate run in this process (TestRunInActions, a benchmark's
 	// run(...)) starts its supervisor as this binary, by this binary's own
-	// name.
-	if len(os.Args) > 1 && os.Args[1] == supervise.Command {
-		os.Exit(supervise.Main(os.Args[2:], os.Getenv, os.Stderr))
-	}
+	// name: main.go's import of supervise/early runs it, as in the gate's.
 	// The gate and the simulated serve the scripts run are release builds
 	// (scripttest.Programs), made when a test first needs them; procs is
 	// this test binary.

@@ -22,7 +22,6 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
 )
 
 // Exit codes of npu-hold itself; a command run under the ticket returns its
@@ -76,8 +75,6 @@ func (e *env) command(args []string) int {
 			return e.status(args[1:])
 		case "doctor":
 			return e.doctor(args[1:])
-		case supervise.Command: // the command's supervisor, started by run
-			return supervise.Main(args[1:], e.getenv, e.stderr)
 		case "-h", "-help", "--help", "help":
 			fmt.Fprint(e.stdout, usage)
 			return exitOK

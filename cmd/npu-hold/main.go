@@ -10,6 +10,9 @@ package main
 
 import (
 	"os"
+
+	// The supervisor runs from its init, before the packages it does not use.
+	_ "github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise/early"
 )
 
 func main() {
