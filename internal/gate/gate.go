@@ -226,6 +226,14 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 	if err != nil {
 		return &SetupError{err}
 	}
+	// The replies' files are all written once the serve is stopped (the
+	// last one's beside the stop), before the run's result.
+	files := &replyFiles{dir: g.outDir}
+	defer func() {
+		for _, e := range files.wait() {
+			g.logf("%s", e)
+		}
+	}()
 	proc, stop := g.startServe(ctx, res, out, port, held, m)
 	if proc == nil {
 		return nil
@@ -237,7 +245,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 		return nil
 	}
 	a := &asker{g: g, ctx: ctx, res: res, proc: proc, out: out, prober: g.prober(base), base: base, order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed),
-		listener: checkListener(proc, res.Serve.Port)}
+		listener: checkListener(proc, res.Serve.Port), files: files}
 	e := g.askAll(res, a)
 	if !a.listening() {
 		return nil
@@ -536,6 +544,8 @@ type asker struct {
 	// listened is its outcome, once waited for.
 	listener *listenerCheck
 	listened *bool
+	// files writes each reply's file.
+	files *replyFiles
 }
 
 // listening waits for the check of the port's listener, the first time,
@@ -628,8 +638,9 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		case <-time.After(exitSeen):
 		}
 	}
-	if err := report.WriteReplyIn(a.g.outDir, report.ReplyFile(&r), &r); err != nil {
-		a.g.logf("error: writing %s: %v", report.ReplyFile(&r), err)
+	a.files.write(&r)
+	for _, e := range a.files.failures() {
+		a.g.logf("%s", e)
 	}
 	line := progress(&r)
 	if ref := p.Reference; ref != nil && ref.Missing == "" && !r.Warmup && r.Error == "" {

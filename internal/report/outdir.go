@@ -22,6 +22,11 @@ func WriteJSONIn(dir *os.Root, name string, v any) error {
 	return writeAtomicIn(dir, name, append(b, '\n'))
 }
 
+// WriteFileIn writes b as name in dir, as WriteJSONIn does.
+func WriteFileIn(dir *os.Root, name string, b []byte) error {
+	return writeAtomicIn(dir, name, b)
+}
+
 func writeAtomicIn(dir *os.Root, name string, b []byte) error {
 	var tmp string
 	var f *os.File

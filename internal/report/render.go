@@ -631,5 +631,5 @@ func Prepare() {
 	resultBytes(ResultFile, &r)
 	Markdown(&r, MarkdownLimit)
 	Console(io.Discard, &r)
-	replyBytes(ReplyFile(&measure.Reply{}), &measure.Reply{})
+	ReplyBytes(ReplyFile(&measure.Reply{}), &measure.Reply{})
 }

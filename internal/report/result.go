@@ -343,27 +343,18 @@ func resultBytes(path string, r *Result) ([]byte, error) {
 // measure.LogprobsGarbage, saying why), in r too, so the run judges what its
 // file holds; one still past it is not written.
 func WriteReply(path string, r *measure.Reply) error {
-	b, err := replyBytes(path, r)
+	b, err := ReplyBytes(path, r)
 	if err != nil {
 		return err
 	}
 	return writeAtomic(path, b)
 }
 
-// WriteReplyIn is WriteReply into the run's open out directory: the file
-// is created there by name, never through a symlink.
-func WriteReplyIn(dir *os.Root, name string, r *measure.Reply) error {
-	b, err := replyBytes(name, r)
-	if err != nil {
-		return err
-	}
-	return writeAtomicIn(dir, name, b)
-}
-
-// replyBytes is a reply's file: without its tokens when they would take it
-// past MaxFile (and r then keeps none either), refused when still too
-// large.
-func replyBytes(path string, r *measure.Reply) ([]byte, error) {
+// ReplyBytes is reply r's file, as WriteReply writes it: without its
+// tokens when they would take it past MaxFile (and r then keeps none
+// either), refused when still too large. WriteFileIn writes it into the
+// run's out directory.
+func ReplyBytes(path string, r *measure.Reply) ([]byte, error) {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return nil, err
