@@ -390,9 +390,9 @@ func containText(mechanism, cgroup, why string) string {
 func (g *Gate) waitReady(ctx context.Context, res *report.Result, proc *serve.Process) (base string, ok bool) {
 	p := g.Plan
 	base = "http://127.0.0.1:" + strconv.Itoa(res.Serve.Port)
-	// While the serve loads, what the first rendering of a reply and a
-	// report builds is built: none of it waits on the serve's answers.
-	go report.Prepare()
+	// While the serve loads, the first rendering of a reply and a report,
+	// and the heap the rest of the run allocates from (prepare).
+	go prepare()
 	ready, err := proc.WaitReady(ctx, base, p.HealthPaths, p.ReadyTimeout)
 	if err != nil {
 		res.NoReplies = notReady(err, ctx)
