@@ -298,6 +298,60 @@ func TestStat(t *testing.T) {
 	}
 }
 
+// A walk of /proc shared among goroutines reads every process, each once,
+// in /proc's order: 40 children of this test, and the test itself, are all
+// there, as they are read alone.
+func TestSnapshotReadsEveryProcess(t *testing.T) {
+	var kids []*exec.Cmd
+	t.Cleanup(func() {
+		for _, c := range kids {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	for range 40 {
+		c := exec.Command("sleep", "60")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		kids = append(kids, c)
+	}
+	all := snapshot()
+	seen := map[int]int{}
+	for i, p := range all {
+		if p.PID == 0 || p.State == 0 || p.Start == 0 {
+			t.Fatalf("snapshot()[%d] = %+v: not read", i, p)
+		}
+		if i > 0 && p.PID >= all[i-1].PID {
+			t.Fatalf("snapshot() has %d after %d: not /proc's order, newest first", p.PID, all[i-1].PID)
+		}
+		seen[p.PID]++
+	}
+	for _, pid := range append([]int{os.Getpid(), os.Getppid()}, pidsOf(kids)...) {
+		want, ok := stat(pid)
+		if !ok {
+			t.Fatalf("stat(%d): gone", pid)
+		}
+		got := slices.IndexFunc(all, func(p Proc) bool { return p.PID == pid })
+		if got < 0 || seen[pid] != 1 {
+			t.Errorf("process %d in snapshot() %d times, want once", pid, seen[pid])
+			continue
+		}
+		// Its state may have changed between the two reads.
+		if p := all[got]; p.PPID != want.PPID || p.PGID != want.PGID || p.SID != want.SID || p.Start != want.Start || p.Command != want.Command {
+			t.Errorf("process %d in snapshot() = %#v, want %#v", pid, p, want)
+		}
+	}
+}
+
+func pidsOf(cmds []*exec.Cmd) []int {
+	var pids []int
+	for _, c := range cmds {
+		pids = append(pids, c.Process.Pid)
+	}
+	return pids
+}
+
 // A supervisor being started is never taken for something a dead
 // supervisor left behind (orphans, which the sweep kills and the stop
 // counts as survivors), however the scan and the start interleave: gates
