@@ -84,6 +84,7 @@ func (e *env) runAs(ctx context.Context, name, kind string, args []string) int {
 // gate checks c and runs the gate once. Inside GitHub Actions (a is not nil)
 // it also reports to the job, the check run and the pull request.
 func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action) int {
+	serve.Prepare()
 	if a != nil && c.GitHubToken != "" {
 		a.AddMask(c.GitHubToken)
 	}
