@@ -594,10 +594,12 @@ func inTree(tree []Proc, pr Proc) bool {
 // Prepare starts, in the background, what the process's first Start does
 // before its fork: Go's check, once a process, that pidfds work (package
 // os: pidfd_open, waitid, pidfd_send_signal and a vfork'd child that exits
-// at once; 0.4-0.6 ms on a small virtual machine). The gate calls it as it
-// begins to read its configuration, so the supervisor's start does not
-// wait for it.
+// at once; 0.4-0.6 ms on a small virtual machine), and the decoding of the
+// supervisor's events (supervise.WarmEvents). The gate calls it as it
+// begins to read its configuration, so the supervisor's start and its
+// first event do not wait for them.
 func Prepare() {
+	supervise.WarmEvents()
 	go func() {
 		// os.FindProcess takes a pidfd, after that check.
 		if p, err := os.FindProcess(os.Getpid()); err == nil {

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"syscall"
@@ -37,6 +38,21 @@ type Event struct {
 	Error     string  `json:"error,omitempty"`
 	Exit      *Exit   `json:"exit,omitempty"`
 	Report    *Report `json:"report,omitempty"`
+}
+
+// WarmEvents builds, in the background, what encoding/json builds for the
+// events on its first use (the encoder and decoder of Event and the types
+// it holds): the first event, Started, is on the way from the gate's start
+// to the serve's, its encoding in the supervisor and its decoding in the
+// gate. Each calls it while it has other work, or none, to wait on.
+func WarmEvents() {
+	go func() {
+		b, err := json.Marshal(Event{Kind: Started, Exit: &Exit{}, Report: &Report{}})
+		if err == nil {
+			var ev Event
+			json.Unmarshal(b, &ev)
+		}
+	}()
 }
 
 // Exit is how the serve ended, and what the stop had sent it by then.

@@ -54,6 +54,7 @@ const Command = "supervise"
 // returns the supervisor's exit status: 0 once nothing it
 // started is left.
 func Main(args []string, getenv func(string) string, stderr io.Writer) int {
+	WarmEvents()
 	fs := flag.NewFlagSet(Command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	contain := fs.String("contain", "", "the mechanism that holds the serve's tree (default $"+ContainEnv+", else auto)")
