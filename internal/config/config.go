@@ -272,6 +272,12 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	p := &Plan{Config: c}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	// The run's size is figured from a reply encoded as its file is, and
+	// encoding/json builds that encoder on its first use (a millisecond
+	// on a small machine): beside the checks before it, its error in its
+	// place among the others.
+	runSize := make(chan error, 1)
+	go func() { runSize <- c.checkRunSize() }()
 
 	// The serve.
 	words, err := SplitWords(c.Serve)
@@ -360,7 +366,7 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	} else if p.Prompts, err = prompts.Load(c.Prompts); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.checkRunSize(); err != nil {
+	if err := <-runSize; err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.checkReference(p); err != nil {
