@@ -45,6 +45,10 @@ type Gate struct {
 	GitHub  *report.GitHubFacts
 	Hold    Holder // nil: --hold none
 
+	// lines, while set, writes the replies' files and prints the
+	// console's lines (replyFiles); it is set and read by Run's goroutine
+	// only.
+	lines *replyFiles
 	// outDir is the out directory, opened once at the start of Run: the
 	// run's files are created in it by name, whatever its path leads to
 	// after the wait for the device.
@@ -226,13 +230,14 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 	if err != nil {
 		return &SetupError{err}
 	}
-	// The replies' files are all written once the serve is stopped (the
-	// last one's beside the stop), before the run's result.
-	files := &replyFiles{dir: g.outDir}
+	// From here the replies' files are written, and the console's lines
+	// printed, by a goroutine of their own: all of them written and
+	// printed once the serve is stopped, before the device is released.
+	files := startReplyFiles(g.outDir, g.println)
+	g.lines = files
 	defer func() {
-		for _, e := range files.wait() {
-			g.logf("%s", e)
-		}
+		g.lines = nil
+		files.close()
 	}()
 	proc, stop := g.startServe(ctx, res, out, port, held, m)
 	if proc == nil {
@@ -392,13 +397,18 @@ func (g *Gate) waitReady(ctx context.Context, res *report.Result, proc *serve.Pr
 	base = "http://127.0.0.1:" + strconv.Itoa(res.Serve.Port)
 	// While the serve loads, the first rendering of a reply and a report,
 	// and the heap the rest of the run allocates from (prepare).
-	go prepare()
+	prepared := make(chan struct{})
+	go func() {
+		defer close(prepared)
+		prepareAhead()
+	}()
 	ready, err := proc.WaitReady(ctx, base, p.HealthPaths, p.ReadyTimeout)
 	if err != nil {
 		res.NoReplies = notReady(err, ctx)
 		g.logf("serve: %s", res.NoReplies)
 		return "", false
 	}
+	<-prepared
 	res.Serve.ReadyPath, res.Serve.ReadyMS = ready.Path, ready.MS
 	g.logf("serve: ready after %s (%s)", time.Duration(ready.MS*float64(time.Millisecond)).Round(time.Millisecond), ready.Path)
 	return base, true
@@ -638,10 +648,6 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		case <-time.After(exitSeen):
 		}
 	}
-	a.files.write(&r)
-	for _, e := range a.files.failures() {
-		a.g.logf("%s", e)
-	}
 	line := progress(&r)
 	if ref := p.Reference; ref != nil && ref.Missing == "" && !r.Warmup && r.Error == "" {
 		// How it agrees, as the judge will compare it: the reply with
@@ -649,7 +655,8 @@ func (a *asker) ask(n int, warmup bool) (measure.Reply, bool) {
 		ag := agree.CompareAll([]measure.Reply{r}, ref.Replies, a.g.Plan.Limits().Agreement.OrDefault())[0]
 		line += ", agrees: " + report.AgreesText(ag)
 	}
-	a.g.logf("%s", line)
+	// Its line once its file is written.
+	a.files.write(&r, console.Text(line))
 	if r.Logprobs == measure.LogprobsRefused && !a.toldRefusal {
 		a.toldRefusal = true
 		a.g.logf("%s", refusalLine(&r))
@@ -733,8 +740,18 @@ func progress(r *measure.Reply) string {
 // arguments may hold text from elsewhere (the serve's words and errors,
 // other processes' command lines).
 func (g *Gate) logf(format string, args ...any) {
+	line := console.Text(fmt.Sprintf(format, args...))
+	if g.lines != nil {
+		g.lines.say(line)
+		return
+	}
+	g.println(line)
+}
+
+// println prints a line made safe (console.Text).
+func (g *Gate) println(line string) {
 	if g.Log != nil {
-		fmt.Fprintln(g.Log, console.Text(fmt.Sprintf(format, args...)))
+		fmt.Fprintln(g.Log, line)
 	}
 }
 

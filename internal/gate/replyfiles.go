@@ -3,70 +3,86 @@ package gate
 import (
 	"fmt"
 	"os"
-	"sync"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
-// replyFiles writes each reply's file (reply_N.json) as the reply ends,
-// beside the next request: the file's bytes are made at once (they may drop
-// the reply's tokens, in the reply too, report.ReplyBytes), and written by
-// a goroutine of their own while the next request is asked. A file is
-// written as soon as it was when the asking waited for it, so a killed gate
-// loses none it would have kept; the next request no longer waits for the
-// disk (some 0.3-0.6 ms a reply on a small machine).
+// replyFiles writes each reply's file (reply_N.json) beside the next
+// request, and prints the run's console lines in the order they were said,
+// a reply's own once its file is on disk: a line that names a reply means
+// its file is there, and a gate killed meanwhile loses, as ever, only the
+// file of the reply it was writing, which no line has named.
 //
-// wait returns once every file is written; the run waits for it before its
-// result is written.
+// The reply's bytes are made as it ends (they may drop its tokens, in the
+// reply too: report.ReplyBytes); a goroutine of its own writes them and
+// prints the lines, while the next request is asked: the request no longer
+// waits for the disk and the console (some 0.3-0.6 ms a reply on a small
+// machine). While the serve runs, every line of the gate's goes through it
+// (Gate.logf), so the console keeps the order the run said them in.
 type replyFiles struct {
 	dir *os.Root
 	// writeFile writes a file into dir: report.WriteFileIn, or a test's.
 	writeFile func(dir *os.Root, name string, b []byte) error
-	wg        sync.WaitGroup
-
-	mu   sync.Mutex
-	errs []string // the errors not yet said
+	// print prints a line, made safe already (console.Text).
+	print func(line string)
+	jobs  chan replyJob
+	done  chan struct{}
 }
 
-// write starts the writing of r's file.
-func (f *replyFiles) write(r *measure.Reply) {
+// replyJob is a file to write, if name is set, then lines to print.
+type replyJob struct {
+	name  string
+	b     []byte
+	lines []string
+}
+
+// startReplyFiles starts the writing goroutine for dir; print prints a
+// line.
+func startReplyFiles(dir *os.Root, print func(string)) *replyFiles {
+	f := &replyFiles{dir: dir, writeFile: report.WriteFileIn, print: print, jobs: make(chan replyJob, 64), done: make(chan struct{})}
+	go f.run()
+	return f
+}
+
+func (f *replyFiles) run() {
+	defer close(f.done)
+	for j := range f.jobs {
+		if j.name != "" {
+			if err := f.writeFile(f.dir, j.name, j.b); err != nil {
+				f.print(failedLine(j.name, err))
+			}
+		}
+		for _, l := range j.lines {
+			f.print(l)
+		}
+	}
+}
+
+// write writes r's file, then prints lines: after every line said
+// before, and before every line said after.
+func (f *replyFiles) write(r *measure.Reply, lines ...string) {
 	name := report.ReplyFile(r)
 	b, err := report.ReplyBytes(name, r)
 	if err != nil {
-		f.fail(name, err)
+		f.jobs <- replyJob{lines: append([]string{failedLine(name, err)}, lines...)}
 		return
 	}
-	write := f.writeFile
-	if write == nil {
-		write = report.WriteFileIn
-	}
-	f.wg.Go(func() {
-		if err := write(f.dir, name, b); err != nil {
-			f.fail(name, err)
-		}
-	})
+	f.jobs <- replyJob{name: name, b: b, lines: lines}
 }
 
-func (f *replyFiles) fail(name string, err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.errs = append(f.errs, fmt.Sprintf("error: writing %s: %v", name, err))
+// say prints line in its turn.
+func (f *replyFiles) say(line string) {
+	f.jobs <- replyJob{lines: []string{line}}
 }
 
-// failures are the errors of the writes done since it was last asked, for
-// the console: they are said by whoever asks, never by the writing
-// goroutine, so they do not break into another line.
-func (f *replyFiles) failures() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	e := f.errs
-	f.errs = nil
-	return e
+// close returns once every file is written and every line printed; the
+// files take nothing more.
+func (f *replyFiles) close() {
+	close(f.jobs)
+	<-f.done
 }
 
-// wait returns once every file is written, with the errors not yet said.
-func (f *replyFiles) wait() []string {
-	f.wg.Wait()
-	return f.failures()
+func failedLine(name string, err error) string {
+	return fmt.Sprintf("error: writing %s: %v", name, err)
 }

@@ -4,11 +4,14 @@
 //
 // The gate starts each serve's supervisor as its own binary in another mode,
 // and waits for it before the serve is spawned. Go initializes a package
-// once its imports are, in the order of their import paths: this init runs
-// once supervise and what it imports are ready, before net/http, TLS, the
-// GitHub client, regexp and the gate's own packages, which the supervisor
-// never uses. Its start to its first line of work is some 5 ms shorter so
-// (docs/benchmarks.md), on the path from the gate's start to the serve's.
+// once its imports are, the first in the order of their import paths
+// among those ready: this init runs once supervise and what it imports are
+// ready, before net/http, TLS, the GitHub client, regexp and most of the
+// gate's own packages, which the supervisor never uses (a few that import
+// little, and sort before this one, come first: internal/agree, the
+// standard library's crypto). "BIN supervise" starts and exits some 4-5 ms
+// sooner so (docs/benchmarks.md), on the path from the gate's start to the
+// serve's.
 //
 // A command whose binary is its own supervisor imports it, for its init
 // only:
