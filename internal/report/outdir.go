@@ -54,11 +54,14 @@ func writeAtomicIn(dir *os.Root, name string, b []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = dir.Rename(tmp, name)
+	}
 	if err != nil {
 		dir.Remove(tmp)
 		return err
 	}
-	return dir.Rename(tmp, name)
+	return nil
 }
 
 // WriteIn is Write into dir, a directory opened once (WriteJSONIn): the

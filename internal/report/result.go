@@ -287,9 +287,14 @@ func writeAtomic(path string, b []byte) error {
 		return err
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
 }
 
 // ReplyFile is the name of reply n's file; warm-ups have their own.

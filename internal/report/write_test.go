@@ -103,3 +103,31 @@ func TestWriteResultBounded(t *testing.T) {
 		t.Errorf("WriteResult(past MaxFile) wrote %s", path)
 	}
 }
+
+// A file that cannot take its name (a directory is there) is not written,
+// and leaves no temporary file behind, through the out directory or by path.
+func TestWriteLeavesNoTemporaryFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "reply_2.json", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := WriteFileIn(root, "reply_2.json", []byte("{}\n")); err == nil {
+		t.Error("WriteFileIn over a directory: no error")
+	}
+	if err := WriteReply(filepath.Join(dir, "reply_2.json"), &measure.Reply{N: 2}); err == nil {
+		t.Error("WriteReply over a directory: no error")
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the directory holds %q, want reply_2.json alone (no temporary file)", names)
+	}
+}
