@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -198,6 +199,10 @@ func TestSurvivorsReadFromProc(t *testing.T) {
 	}
 	tr.started(t)
 	syscall.Kill(p.SupervisorPID(), syscall.SIGSTOP)
+	// Stopped once every thread is: until then one may still be running
+	// (a signal is taken by one thread, which then stops the others), and
+	// read the stop below, and stop the serve (its tree a set of zombies).
+	waitStopped(t, p.SupervisorPID())
 	p.leaveStopped = true
 	st := p.stopWithin(time.Millisecond, 200*time.Millisecond)
 	syscall.Kill(p.SupervisorPID(), syscall.SIGCONT)
@@ -211,6 +216,28 @@ func TestSurvivorsReadFromProc(t *testing.T) {
 	<-p.gone
 	if left := tr.alive(); len(left) > 0 {
 		t.Errorf("alive after the supervisor went on: %s", strings.Join(left, "; "))
+	}
+}
+
+// waitStopped waits for every thread of pid to be stopped (state T).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		stopped := len(tasks) > 0
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			i := bytes.LastIndexByte(b, ')')
+			if err != nil || i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+				stopped = false
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the supervisor, pid %d, not stopped 10 s after SIGSTOP", pid)
+		}
 	}
 }
 
