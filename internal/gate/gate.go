@@ -230,11 +230,11 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 	if err != nil {
 		return &SetupError{err}
 	}
-	// From here the replies' files are written, and the console's lines
-	// printed, by a goroutine of their own: all of them written and
-	// printed once the serve is stopped, before the device is released.
+	// The replies' files are written, and from the serve's ready on the
+	// console's lines printed, by a goroutine of their own: all of them
+	// written and printed once the serve is stopped, before the device is
+	// released.
 	files := startReplyFiles(g.outDir, g.println)
-	g.lines = files
 	defer func() {
 		g.lines = nil
 		files.close()
@@ -249,6 +249,7 @@ func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *j
 	if !ok {
 		return nil
 	}
+	g.lines = files
 	a := &asker{g: g, ctx: ctx, res: res, proc: proc, out: out, prober: g.prober(base), base: base, order: prompts.NewOrder(g.Plan.Prompts, *res.Run.OrderSeed),
 		listener: checkListener(proc, res.Serve.Port), files: files}
 	e := g.askAll(res, a)
