@@ -99,7 +99,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fakellm: --route %q: want fast, slow, partial, both or neither\n", opt.Route)
 		return 2
 	}
-	if _, ok := personas[opt.Persona]; !ok {
+	if _, ok := personas()[opt.Persona]; !ok {
 		fmt.Fprintf(stderr, "fakellm: --persona %q: want one of %s\n", opt.Persona, strings.Join(PersonaNames(), ", "))
 		return 2
 	}

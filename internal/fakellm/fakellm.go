@@ -160,7 +160,7 @@ func New(opt Options) *Server {
 	if opt.Log == nil {
 		opt.Log = io.Discard
 	}
-	p := personas[opt.Persona]
+	p := personas()[opt.Persona]
 	if opt.ReasoningField == "" {
 		opt.ReasoningField = p.reasoningField
 	}

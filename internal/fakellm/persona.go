@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 )
 
 // RoutePartial is a serve on part of the fast route: some layers or roles
@@ -86,71 +87,77 @@ func ollamaLines(library string, offload int, buffers ...string) []string {
 	}, buffers...)
 }
 
-var personas = map[string]persona{
-	"": {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
-		fast:    []string{"fakellm: {model} ready on the private route dx (4 of 4 roles have a 16-row decode kernel)"},
-		slow:    []string{"fakellm: no 16-row decode kernel found for {model}; serving with the per-op forward"},
-		partial: []string{"fakellm: {model} ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)"}},
-	Persona1bit: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
-		fast:    []string{"npu: {model} ready on the private route dx (4 of 4 roles have a 16-row decode kernel)"},
-		slow:    []string{"npu: no 16-row decode kernel for {model}; using the per-op forward"},
-		partial: []string{"npu: {model} ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)"}},
-	PersonaLlamaCpp: {health: "/health", chatPaths: []string{"/v1/chat/completions", "/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
-		fast: llamaFast, slow: llamaSlow, partial: llamaPartial, neither: llamaNeither},
-	// vLLM: vllm/platforms/cuda.py, vllm/v1/worker/gpu_model_runner.py,
-	// vllm/config/vllm.py.
-	PersonaVLLM: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs", logprobs: ShapeVLLM, vllmMetrics: true,
-		fast: []string{
-			"(EngineCore_DP0 pid=270) INFO 11-30 02:10:00 [cuda.py:367] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION'].",
-			"(EngineCore_DP0 pid=270) INFO 11-30 02:10:20 [gpu_model_runner.py:4650] Graph capturing finished in 12 secs, took 0.45 GiB",
-		},
-		slow: []string{
-			"(APIServer pid=1) WARNING 11-30 02:10:00 [vllm.py:1172] Enforce eager set, disabling torch.compile and CUDAGraphs. This is equivalent to setting -cc.mode=none -cc.cudagraph_mode=none",
-			"(APIServer pid=1) INFO 11-30 02:10:00 [vllm.py:1401] Cudagraph is disabled under eager mode",
-			"(EngineCore_DP0 pid=270) INFO 11-30 02:10:01 [cuda.py:367] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION'].",
-		}},
-	// vllm-ascend: vllm_ascend/platform.py, worker/model_runner_v1.py,
-	// compilation/acl_graph.py ("Replaying aclgraph", once, at the first
-	// replay).
-	PersonaVLLMAscend: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs", logprobs: ShapeVLLM,
-		fast: []string{
-			"INFO 11-30 02:10:00 [__init__.py:216] Platform plugin ascend is activated",
-			"INFO 11-30 02:10:30 [model_runner_v1.py:4862] Graph capturing finished in 30 secs, took 0.52 GiB",
-		},
-		firstRequest: []string{"INFO 11-30 02:11:00 [acl_graph.py:252] Replaying aclgraph"},
-		slow: []string{
-			"INFO 11-30 02:10:00 [__init__.py:216] Platform plugin ascend is activated",
-			"INFO 11-30 02:10:00 [platform.py:969] Compilation disabled, using eager mode by default",
-		}},
-	// OpenVINO Model Server: src/modelmanager.cpp, src/llm/servable_initializer.cpp,
-	// continuous_batching/servable_initializer.cpp.
-	PersonaOVMS: {health: "/v2/health/ready", chatPaths: []string{"/v3/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", logprobs: ShapeReject,
-		fast: []string{
-			"[2026-11-30 02:10:00.000][1][serving][debug][server.cpp:139] target_device: NPU",
-			"[2026-11-30 02:10:00.000][1][modelmanager][info][modelmanager.cpp:169] Available devices for Open VINO: CPU, GPU, NPU",
-			"[2026-11-30 02:10:01.000][1][modelmanager][info][servable_initializer.cpp:577] Initializing Language Model Legacy servable",
-		},
-		slow: []string{
-			"[2026-11-30 02:10:00.000][1][serving][debug][server.cpp:139] target_device: ",
-			"[2026-11-30 02:10:00.000][1][modelmanager][info][modelmanager.cpp:169] Available devices for Open VINO: CPU, NPU",
-			"[2026-11-30 02:10:00.500][1][serving][info][servable_initializer.cpp:195] No device specified, using recommended device: CPU",
-			"[2026-11-30 02:10:01.000][1][modelmanager][info][servable_initializer.cpp:557] Initializing Language Model Continuous Batching servable",
-		}},
-	// FastFlowLM: src/server/server.cpp ("NPU Locked!" when a request gets
-	// the NPU), src/src/main.cpp (flm validate's "No NPU device found.", in
-	// red on stderr; a wrapper that runs validate before serve shows it).
-	// Thinking: src/server/rest_handler.cpp (configure_chat_engine_parameters).
-	PersonaFLM: {health: "/v1/models", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "think", flmUsage: true, logprobs: ShapeNone,
-		fast:         []string{"[FLM]  Loading model: {model}", "[FLM]  WebServer started on port 52625 with 4 I/O threads"},
-		firstRequest: []string{"[🟢 ]  NPU Locked!"},
-		slow:         []string{"\x1b[31m[ERROR]  No NPU device found.\x1b[0m", "[FLM]  Loading model: {model}"}},
-	PersonaLemonade: {health: "/v1/health", chatPaths: []string{"/v1/chat/completions", "/api/v1/chat/completions"}, statsPath: "/v1/stats", reasoningField: "reasoning_content", thinkingOff: "kwargs",
-		fast: llamaFast, slow: llamaSlow, partial: llamaPartial},
-	PersonaOllama: {health: "/", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "effort", logprobs: ShapeOllama, ps: true,
-		fast:    ollamaLines("cuda", 29, "load_tensors: offloaded 29/29 layers to GPU", "load_tensors:        CUDA0 model buffer size =  1041.71 MiB"),
-		slow:    ollamaLines("cpu", 0, "load_tensors:          CPU model buffer size =  1041.71 MiB"),
-		partial: ollamaLines("cuda", 20, "load_tensors: offloaded 20/29 layers to GPU", "load_tensors:        CUDA0 model buffer size =   718.40 MiB")},
-}
+// personas are the serves the simulated serve can be, by --persona, made on
+// first use: as a package variable, the map (and Ollama's formatted lines)
+// would be made at every start of the gate's binary, which runs the
+// simulated serve only as a process of its own.
+var personas = sync.OnceValue(func() map[string]persona {
+	return map[string]persona{
+		"": {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
+			fast:    []string{"fakellm: {model} ready on the private route dx (4 of 4 roles have a 16-row decode kernel)"},
+			slow:    []string{"fakellm: no 16-row decode kernel found for {model}; serving with the per-op forward"},
+			partial: []string{"fakellm: {model} ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)"}},
+		Persona1bit: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
+			fast:    []string{"npu: {model} ready on the private route dx (4 of 4 roles have a 16-row decode kernel)"},
+			slow:    []string{"npu: no 16-row decode kernel for {model}; using the per-op forward"},
+			partial: []string{"npu: {model} ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)"}},
+		PersonaLlamaCpp: {health: "/health", chatPaths: []string{"/v1/chat/completions", "/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", timings: true,
+			fast: llamaFast, slow: llamaSlow, partial: llamaPartial, neither: llamaNeither},
+		// vLLM: vllm/platforms/cuda.py, vllm/v1/worker/gpu_model_runner.py,
+		// vllm/config/vllm.py.
+		PersonaVLLM: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs", logprobs: ShapeVLLM, vllmMetrics: true,
+			fast: []string{
+				"(EngineCore_DP0 pid=270) INFO 11-30 02:10:00 [cuda.py:367] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION'].",
+				"(EngineCore_DP0 pid=270) INFO 11-30 02:10:20 [gpu_model_runner.py:4650] Graph capturing finished in 12 secs, took 0.45 GiB",
+			},
+			slow: []string{
+				"(APIServer pid=1) WARNING 11-30 02:10:00 [vllm.py:1172] Enforce eager set, disabling torch.compile and CUDAGraphs. This is equivalent to setting -cc.mode=none -cc.cudagraph_mode=none",
+				"(APIServer pid=1) INFO 11-30 02:10:00 [vllm.py:1401] Cudagraph is disabled under eager mode",
+				"(EngineCore_DP0 pid=270) INFO 11-30 02:10:01 [cuda.py:367] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION'].",
+			}},
+		// vllm-ascend: vllm_ascend/platform.py, worker/model_runner_v1.py,
+		// compilation/acl_graph.py ("Replaying aclgraph", once, at the first
+		// replay).
+		PersonaVLLMAscend: {health: "/health", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "kwargs", logprobs: ShapeVLLM,
+			fast: []string{
+				"INFO 11-30 02:10:00 [__init__.py:216] Platform plugin ascend is activated",
+				"INFO 11-30 02:10:30 [model_runner_v1.py:4862] Graph capturing finished in 30 secs, took 0.52 GiB",
+			},
+			firstRequest: []string{"INFO 11-30 02:11:00 [acl_graph.py:252] Replaying aclgraph"},
+			slow: []string{
+				"INFO 11-30 02:10:00 [__init__.py:216] Platform plugin ascend is activated",
+				"INFO 11-30 02:10:00 [platform.py:969] Compilation disabled, using eager mode by default",
+			}},
+		// OpenVINO Model Server: src/modelmanager.cpp, src/llm/servable_initializer.cpp,
+		// continuous_batching/servable_initializer.cpp.
+		PersonaOVMS: {health: "/v2/health/ready", chatPaths: []string{"/v3/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "kwargs", logprobs: ShapeReject,
+			fast: []string{
+				"[2026-11-30 02:10:00.000][1][serving][debug][server.cpp:139] target_device: NPU",
+				"[2026-11-30 02:10:00.000][1][modelmanager][info][modelmanager.cpp:169] Available devices for Open VINO: CPU, GPU, NPU",
+				"[2026-11-30 02:10:01.000][1][modelmanager][info][servable_initializer.cpp:577] Initializing Language Model Legacy servable",
+			},
+			slow: []string{
+				"[2026-11-30 02:10:00.000][1][serving][debug][server.cpp:139] target_device: ",
+				"[2026-11-30 02:10:00.000][1][modelmanager][info][modelmanager.cpp:169] Available devices for Open VINO: CPU, NPU",
+				"[2026-11-30 02:10:00.500][1][serving][info][servable_initializer.cpp:195] No device specified, using recommended device: CPU",
+				"[2026-11-30 02:10:01.000][1][modelmanager][info][servable_initializer.cpp:557] Initializing Language Model Continuous Batching servable",
+			}},
+		// FastFlowLM: src/server/server.cpp ("NPU Locked!" when a request gets
+		// the NPU), src/src/main.cpp (flm validate's "No NPU device found.", in
+		// red on stderr; a wrapper that runs validate before serve shows it).
+		// Thinking: src/server/rest_handler.cpp (configure_chat_engine_parameters).
+		PersonaFLM: {health: "/v1/models", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning_content", thinkingOff: "think", flmUsage: true, logprobs: ShapeNone,
+			fast:         []string{"[FLM]  Loading model: {model}", "[FLM]  WebServer started on port 52625 with 4 I/O threads"},
+			firstRequest: []string{"[🟢 ]  NPU Locked!"},
+			slow:         []string{"\x1b[31m[ERROR]  No NPU device found.\x1b[0m", "[FLM]  Loading model: {model}"}},
+		PersonaLemonade: {health: "/v1/health", chatPaths: []string{"/v1/chat/completions", "/api/v1/chat/completions"}, statsPath: "/v1/stats", reasoningField: "reasoning_content", thinkingOff: "kwargs",
+			fast: llamaFast, slow: llamaSlow, partial: llamaPartial},
+		PersonaOllama: {health: "/", chatPaths: []string{"/v1/chat/completions"}, reasoningField: "reasoning", thinkingOff: "effort", logprobs: ShapeOllama, ps: true,
+			fast:    ollamaLines("cuda", 29, "load_tensors: offloaded 29/29 layers to GPU", "load_tensors:        CUDA0 model buffer size =  1041.71 MiB"),
+			slow:    ollamaLines("cpu", 0, "load_tensors:          CPU model buffer size =  1041.71 MiB"),
+			partial: ollamaLines("cuda", 20, "load_tensors: offloaded 20/29 layers to GPU", "load_tensors:        CUDA0 model buffer size =   718.40 MiB")},
+	}
+})
 
 // PersonaNames are the personas, for flags.
 func PersonaNames() []string {

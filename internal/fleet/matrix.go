@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
@@ -54,7 +55,9 @@ func (j Job) CheckName(base string) string {
 // its check name): "npu-serve-smoke-MODEL-DEVICE[-PRESET]".
 func (j Job) Artifact(base string) string { return history.ArtifactName(j.CheckName(base)) }
 
-var nameValue = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// nameValue is what a job's model, device or preset may be, compiled on
+// first use (not at every start of the gate's binary).
+var nameValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // check says what is wrong with a job's names: they go into check names
 // and artifact names, so they are kept to what both hold unchanged.
@@ -63,7 +66,7 @@ func (j Job) check() error {
 		return fmt.Errorf("%v has no %s or no %s; every job needs both", map[string]string(j), KeyModel, KeyDevice)
 	}
 	for _, k := range []string{KeyModel, KeyDevice, KeyPreset} {
-		if v, ok := j[k]; ok && (!nameValue.MatchString(v) || strings.Contains(v, "--")) {
+		if v, ok := j[k]; ok && (!nameValue().MatchString(v) || strings.Contains(v, "--")) {
 			return fmt.Errorf("%s %q: use letters, digits, '.', '_' and single '-' (it names the check run and the artifact); put a model's path in another key", k, v)
 		}
 	}
