@@ -35,8 +35,9 @@ import (
 // speed drifts from one minute to the next, only runs side by side compare.
 // That binary is copied beside this tree's, written the same way (one
 // write): a file the linker wrote (through a mapping, a page at a time)
-// started 4 ms slower here than the same bytes written at once, which
-// starts a process in fewer page faults.
+// started 1.2 to 4 ms slower here, on different days, than the same bytes
+// written at once (`perf stat -r 50 BIN supervise`), which starts a process
+// in fewer page faults.
 //
 // go test -run '^$' -bench GateBinaryStages -benchtime 20x ./cmd/action
 func BenchmarkGateBinaryStages(b *testing.B) {
