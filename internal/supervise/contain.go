@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,11 +13,13 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise/stage1"
 )
 
 // ContainEnv names the environment variable that picks the mechanism;
 // unset or "auto", the first that works of Mechanisms.
-const ContainEnv = "NPU_SERVE_SMOKE_CONTAIN"
+const ContainEnv = stage1.ContainEnv
 
 // Mechanisms that hold a serve's tree, in the order "auto" tries them.
 var Mechanisms = []string{"cgroup2", "freezer", "descendants"}
@@ -315,6 +318,11 @@ func ownCgroup(controllers func(string) bool, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return ownCgroupIn(b, controllers, id)
+}
+
+// ownCgroupIn is ownCgroup in the contents of /proc/self/cgroup.
+func ownCgroupIn(b []byte, controllers func(string) bool, id string) (string, error) {
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) == 3 && (id == "" || f[0] == id) && controllers(f[1]) {
@@ -332,12 +340,17 @@ func cgroupMount(match func(fstype, opts string) bool) (mnt, root string, err er
 		return "", "", err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return cgroupMountIn(f, match)
+}
+
+// cgroupMountIn is cgroupMount in the contents of /proc/self/mountinfo.
+func cgroupMountIn(r io.Reader, match func(fstype, opts string) bool) (mnt, root string, err error) {
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		// id parent major:minor root mountpoint opts [optional...] - fstype source superopts
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
 		a, b := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(a) < 5 || len(b) < 3 || !match(b[0], b[2]) {
+		if !ok || len(a) < 6 || len(b) < 3 || !match(b[0], b[2]) {
 			continue
 		}
 		if strings.Contains(","+a[5]+",", ",ro,") {
