@@ -283,6 +283,10 @@ func (p *Process) Contain() (mechanism, cgroup, why string) {
 	return p.contain.Contain, p.contain.Cgroup, p.contain.Why
 }
 
+// Early is true when the supervisor's first stage, at the binary's start,
+// started the serve (package stage1); false when the supervisor did.
+func (p *Process) Early() bool { return p.contain.Early }
+
 // Done is closed once the serve has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 

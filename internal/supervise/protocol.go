@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise/stage1"
 )
 
 // The supervisor's descriptors, as its parent hands them over: the control
@@ -15,13 +17,13 @@ import (
 // events, JSON lines), then the files the supervisor holds until nothing it
 // started is left (the device ticket), which the serve does not inherit.
 const (
-	ControlFD = 3
-	HeldFD    = 4
+	ControlFD = stage1.ControlFD
+	HeldFD    = stage1.HeldFD
 )
 
 // Event kinds, in the order they come.
 const (
-	Started = "started" // the serve runs: PID, StartedNS, Contain, Cgroup, Why
+	Started = "started" // the serve runs: PID, StartedNS, Contain, Cgroup, Why, Early
 	Failed  = "failed"  // the serve could not be started: Error
 	Exited  = "exited"  // the serve itself ended: Exit
 	Done    = "stopped" // nothing the supervisor started is left: Report
@@ -35,6 +37,7 @@ type Event struct {
 	Contain   string  `json:"contain,omitempty"`    // the mechanism that holds the serve's tree
 	Cgroup    string  `json:"cgroup,omitempty"`     // the cgroup it runs in, when there is one
 	Why       string  `json:"why,omitempty"`        // why the mechanisms before Contain were not used
+	Early     bool    `json:"early,omitempty"`      // the serve was started by the binary's start (package stage1)
 	Error     string  `json:"error,omitempty"`
 	Exit      *Exit   `json:"exit,omitempty"`
 	Report    *Report `json:"report,omitempty"`

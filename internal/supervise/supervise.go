@@ -13,6 +13,11 @@
 // left (ECHILD), reaping each. Then it reports and exits, which releases the
 // ticket: the device is never free while a process the serve started runs.
 //
+// In the common case (a cgroup v2 it may make) the serve is started by the
+// supervisor's first stage, package stage1, from an init that runs some
+// fifty package inits sooner in the binary's start; Main takes over the
+// serve it started.
+//
 // Only the supervisor's side is here; internal/serve starts it and reads
 // what it says.
 package supervise
@@ -35,6 +40,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise/stage1"
 )
 
 // OrphanGrace is the grace period of a stop the gate did not ask for: it
@@ -42,7 +49,7 @@ import (
 const OrphanGrace = 2 * time.Second
 
 // Command is the supervisor's command name, after the binary's.
-const Command = "supervise"
+const Command = stage1.Command
 
 // Main runs the supervisor:
 //
@@ -106,6 +113,7 @@ type supervisor struct {
 	told     chan struct{} // closed once the gate has been told how the serve exited
 	exit     syscall.WaitStatus
 	empty    chan struct{} // closed when the supervisor has no child left
+	tidied   chan struct{} // closed once the stale cgroups beside the serve's are removed; nil when the supervisor removed them before its start
 	finished chan struct{} // closed when the supervisor is done
 }
 
@@ -114,25 +122,28 @@ func (s *supervisor) run(argv []string, contain string, foreground bool, held in
 	// Signals: TERM (the gate's parent-death signal, or anyone's) stops the
 	// serve; INT and HUP are the terminal's, meant for the gate and the
 	// serve, and do not stop the supervisor. Caught rather than ignored: an
-	// ignored signal would stay ignored in the serve.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// ignored signal would stay ignored in the serve. The binary's start
+	// caught them already (package stage1).
+	sigs := stage1.Signals
+	if sigs == nil {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return s.fail(fmt.Errorf("cannot become a child subreaper: %w", err))
 	}
-	c, why, err := choose(contain, s.self)
-	if err != nil {
-		return s.fail(err)
+	started, err := s.startServe(argv, contain, foreground)
+	if s.c != nil {
+		defer s.c.close()
 	}
-	s.c = c
-	defer s.c.close()
-	started, err := s.start(argv, foreground)
 	if err != nil {
 		return s.fail(err)
 	}
 	// Started goes first, before the serve's exit can be seen: a serve that
 	// exits at once stays a zombie until the reaper runs.
-	s.send(Event{Kind: Started, PID: s.serve, StartedNS: started.UnixNano(), Contain: c.name(), Cgroup: c.path(), Why: strings.Join(why, "; ")})
+	if started != nil {
+		s.send(*started)
+	}
 	go s.reap()
 
 	requests := make(chan time.Duration, 1)
@@ -161,7 +172,44 @@ func (s *supervisor) run(argv []string, contain string, foreground bool, held in
 func (s *supervisor) finish(grace time.Duration) {
 	r := s.stopAll(grace)
 	<-s.told
+	if s.tidied != nil {
+		<-s.tidied
+	}
 	s.send(Event{Kind: Done, Report: &r})
+}
+
+// startServe starts the serve, or takes over the one the binary's start
+// started (package stage1). It returns the Started event to send, nil when
+// the first stage sent it.
+func (s *supervisor) startServe(argv []string, contain string, foreground bool) (*Event, error) {
+	if st := stage1.Started; st != nil {
+		s.c = &cgroup{kind: "cgroup2", parent: st.Parent, dir: st.Dir}
+		if st.LeaveErr != nil {
+			return nil, fmt.Errorf("starting %s: leaving %s: %w", argv[0], st.Dir, st.LeaveErr)
+		}
+		s.serve = st.PID
+		if !st.Sent {
+			s.events = nil // the gate is gone
+		}
+		// What makeCgroup does first, beside the serve now: the stop waits
+		// for it (finish), not the supervisor's loop.
+		s.tidied = make(chan struct{})
+		go func() {
+			removeStale(st.Parent)
+			close(s.tidied)
+		}()
+		return nil, nil
+	}
+	c, why, err := choose(contain, s.self)
+	if err != nil {
+		return nil, err
+	}
+	s.c = c
+	at, err := s.start(argv, foreground)
+	if err != nil {
+		return nil, err
+	}
+	return &Event{Kind: Started, PID: s.serve, StartedNS: at.UnixNano(), Contain: c.name(), Cgroup: c.path(), Why: strings.Join(why, "; ")}, nil
 }
 
 // start starts the serve inside the container, from a goroutine locked to
