@@ -296,19 +296,58 @@ func rmdirAll(dir string) error {
 
 // removeStale removes the empty cgroups of supervisors that are gone
 // (killed themselves before they could remove theirs). A cgroup with a
-// process in it cannot be removed, so nothing alive is touched.
+// process in it cannot be removed, so nothing alive is touched. It looks
+// at staleBudget entries at most, those below a stale cgroup included: a
+// serve that owns the parent can leave any number of them, and a
+// supervisor's start (or, after its first stage, its stop) must not wait on
+// them all; what is left is the next supervisor's.
 func removeStale(parent string) {
-	ents, _ := os.ReadDir(parent)
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), "npu-serve-smoke-")
-		pid, err := strconv.Atoi(rest)
-		if !ok || err != nil || !e.IsDir() {
-			continue
+	d, err := os.Open(parent)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	budget := staleBudget
+	for budget > 0 {
+		ents, err := d.ReadDir(min(budget, 256))
+		for _, e := range ents {
+			budget--
+			rest, ok := strings.CutPrefix(e.Name(), "npu-serve-smoke-")
+			pid, perr := strconv.Atoi(rest)
+			if !ok || perr != nil || !e.IsDir() {
+				continue
+			}
+			if _, alive := stat(pid); !alive {
+				rmdirBounded(filepath.Join(parent, e.Name()), &budget)
+			}
 		}
-		if _, alive := stat(pid); !alive {
-			rmdirAll(filepath.Join(parent, e.Name()))
+		if err != nil {
+			return
 		}
 	}
+}
+
+// staleBudget bounds removeStale's work: some 70 µs an entry on a small
+// virtual machine, so at most some 70 ms.
+const staleBudget = 1024
+
+// rmdirBounded is rmdirAll, each directory read or removed taken from
+// budget, and nothing more done once it is spent.
+func rmdirBounded(dir string, budget *int) {
+	if *budget <= 0 {
+		return
+	}
+	*budget--
+	if d, err := os.Open(dir); err == nil {
+		ents, _ := d.ReadDir(max(*budget, 1))
+		d.Close()
+		for _, e := range ents {
+			if e.IsDir() {
+				rmdirBounded(filepath.Join(dir, e.Name()), budget)
+			}
+		}
+	}
+	syscall.Rmdir(dir)
 }
 
 // ownCgroup is this process's path in the hierarchy whose /proc/self/cgroup

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -286,5 +287,62 @@ func TestReadProc(t *testing.T) {
 	}
 	if _, err := ReadProc("/proc/0/stat", nil); err == nil || !strings.Contains(err.Error(), "/proc/0/stat") {
 		t.Errorf("ReadProc of no process: error %v, want one naming the file", err)
+	}
+}
+
+// TestRemoveStale: the cgroups of supervisors that are gone are removed,
+// with what their serves made below them; those of live processes and
+// anything else are left; and one call does a bounded share of the work, so
+// that a serve that leaves thousands of them holds no start or stop for
+// long (each later supervisor removes its share).
+func TestRemoveStale(t *testing.T) {
+	parent := t.TempDir()
+	// No process has a pid above the kernel's largest (4194304).
+	const dead = 4194305
+	mk := func(rel string) {
+		if err := os.MkdirAll(filepath.Join(parent, rel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("npu-serve-smoke-" + strconv.Itoa(dead) + "/made-by-its-serve/deeper")
+	mine := "npu-serve-smoke-" + strconv.Itoa(os.Getpid())
+	mk(mine)
+	mk("npu-serve-smoke-x")
+	mk("other")
+	if err := os.WriteFile(filepath.Join(parent, "npu-serve-smoke-"+strconv.Itoa(dead+1)), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removeStale(parent)
+	got, _ := os.ReadDir(parent)
+	var names []string
+	for _, e := range got {
+		names = append(names, e.Name())
+	}
+	want := []string{"npu-serve-smoke-" + strconv.Itoa(dead+1), mine, "npu-serve-smoke-x", "other"}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("after removeStale: %q, want %q", names, want)
+	}
+
+	// Many: each call looks at 1,024 entries at most (staleBudget).
+	const share = 1024
+	many := t.TempDir()
+	n := 3 * share
+	for i := range n {
+		if err := os.Mkdir(filepath.Join(many, "npu-serve-smoke-"+strconv.Itoa(dead+i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := n
+	for call := 1; left > 0; call++ {
+		removeStale(many)
+		ents, _ := os.ReadDir(many)
+		if removed := left - len(ents); removed < 1 || removed > share {
+			t.Fatalf("call %d removed %d of %d stale cgroups, want 1 to %d", call, removed, left, share)
+		}
+		left = len(ents)
+		if call > 10 {
+			t.Fatalf("%d stale cgroups left after %d calls", left, call)
+		}
 	}
 }
