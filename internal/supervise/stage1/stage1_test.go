@@ -1,6 +1,7 @@
 package stage1
 
 import (
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,5 +184,70 @@ func TestStringHelpers(t *testing.T) {
 				t.Errorf("index(%q, %q) = %d, want %d", s, sub, got, want)
 			}
 		}
+	}
+}
+
+// TestLookPathAsExecRandom: wherever LookPath answers (why == ""), it
+// answers as exec.LookPath, over random PATHs of a tree with files of every
+// kind (kept from an attack on the first stage; it ran 20,000 of them).
+func TestLookPathAsExecRandom(t *testing.T) {
+	d := t.TempDir()
+	mk := func(p string, mode os.FileMode) {
+		t.Helper()
+		name := filepath.Join(d, p)
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(name, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, name string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(d, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(d, target), filepath.Join(d, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("a/x", 0o755)
+	mk("b/x", 0o644)
+	mk("c/y", 0o100)
+	mk("e/x", 0o010)
+	if err := os.MkdirAll(filepath.Join(d, "dir/x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link("a", "link")
+	link("a/x", "f/x")
+	link("nowhere", "g/x")
+	entries := []string{d + "/a", d + "/b", d + "/c", d + "/dir", d + "/link", d + "/f", d + "/g", d + "/e", d + "/a/x", d + "/missing", "/", d + "/a/", d, d + "//a", "", "a", "."}
+	files := []string{"x", "y", "a/x", d + "/a/x", d + "/b/x", d + "/dir", "./x", "x/", d + "/a/x/", "../x", "", ".", ".."}
+	t.Chdir(filepath.Join(d, "a"))
+	r := rand.New(rand.NewPCG(1, 2))
+	answered := 0
+	for range 3000 {
+		var es []string
+		for range r.IntN(4) {
+			es = append(es, entries[r.IntN(len(entries))])
+		}
+		pathEnv := strings.Join(es, ":")
+		file := files[r.IntN(len(files))]
+		p, found, why := LookPath(file, pathEnv)
+		if why != "" {
+			continue
+		}
+		answered++
+		t.Setenv("PATH", pathEnv)
+		ep, err := exec.LookPath(file)
+		if found != (err == nil) || found && p != ep {
+			t.Fatalf("LookPath(%q, %q) = %q, %v; exec.LookPath = %q, %v", file, pathEnv, p, found, ep, err)
+		}
+	}
+	if answered < 1000 {
+		t.Errorf("LookPath answered %d of 3000, want most: the test compares nothing", answered)
 	}
 }
