@@ -364,7 +364,7 @@ func (g *Gate) stopServe(ctx context.Context, res *report.Result, proc *serve.Pr
 	res.Serve.Swept, res.Serve.Survivors, res.Serve.Contain = st.Swept, st.Survivors, st.Contain
 	res.Serve.Left, res.Serve.SupervisorStopped = st.Left, st.SupervisorStopped
 	if st.SupervisorStopped > 0 {
-		g.logf("serve: its supervisor, pid %d, was found stopped (SIGSTOP) %d time(s) during the stop and continued", proc.SupervisorPID(), st.SupervisorStopped)
+		g.logf("serve: its supervisor, pid %d, was found stopped (SIGSTOP) or frozen (a cgroup freezer) %d time(s) during the stop and continued", proc.SupervisorPID(), st.SupervisorStopped)
 	}
 	g.logf("serve: stop took %s: the serve %s; %d swept, %d survivors (%s)", time.Duration(st.StopMS*float64(time.Millisecond)).Round(time.Millisecond), st.Exit, st.Swept, st.Survivors, st.Contain)
 	for _, l := range st.Left {

@@ -38,6 +38,9 @@ func delegate(t *testing.T) string {
 		// The supervisor removes the serve's cgroup; one left by a
 		// failed run goes first.
 		subs, _ := filepath.Glob(filepath.Join(d, "npu-serve-smoke-*"))
+		// And one a hostile serve made beside its own ("ice").
+		ice, _ := filepath.Glob(filepath.Join(d, "ice"))
+		subs = append(subs, ice...)
 		for _, p := range append(subs, d) {
 			var err error
 			for range 100 {

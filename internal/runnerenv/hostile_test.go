@@ -17,6 +17,8 @@ var hostileServes = []struct{ name, script string }{
 	{"a frozen sub-cgroup of its own", `mkdir "$cg/hide" && setsid -f sh -c 'echo $$ > "$0/hide/cgroup.procs"; exec sleep 600' "$cg" && sleep 0.1 && echo 1 > "$cg/hide/cgroup.freeze" && : > "$dir/did"`},
 	{"moves its supervisor into its cgroup", `echo $PPID > "$cg/cgroup.procs" && : > "$dir/did"`},
 	{"stops its supervisor", `kill -STOP $PPID && : > "$dir/did"`},
+	// SIGCONT does not undo a freeze: the stop thaws it.
+	{"freezes its supervisor in a cgroup of its own", `mkdir "$cg/../ice" && echo $PPID > "$cg/../ice/cgroup.procs" && echo 1 > "$cg/../ice/cgroup.freeze" && : > "$dir/did"`},
 }
 
 // anyServes are hostile with or without a cgroup.
@@ -59,7 +61,8 @@ func TestRootHostileDelegated(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(s.work, "did")); err != nil {
 				t.Fatalf("the serve's trick did not work (%v); the gate said:\n%s", err, o.stderr)
 			}
-			w := want{contain: "cgroup2", cgroup: filepath.Join(unified, cg, "npu-serve-smoke-"), stopped: h.name == "stops its supervisor"}
+			stopped := h.name == "stops its supervisor" || h.name == "freezes its supervisor in a cgroup of its own"
+			w := want{contain: "cgroup2", cgroup: filepath.Join(unified, cg, "npu-serve-smoke-"), stopped: stopped}
 			s.checkPass(t, r, o, w)
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise/stage1"
 )
 
 // treePy is a serve whose tree leaves its process group: 20 children that
@@ -462,4 +463,74 @@ func exitsAtOnce(t *testing.T, i int) bool {
 		t.Errorf("start %d: Stop() = %+v, want an exit of its own", i, st)
 	}
 	return true
+}
+
+// TestRootFrozenSupervisorIsThawed: a serve whose user owns the cgroup
+// above its own (as root here; the runner's user on a delegated machine)
+// makes a cgroup there, moves its supervisor into it and freezes it, so
+// that the supervisor stops nothing and keeps the device. The stop thaws it
+// (SIGCONT does not), counts it as stopped, and leaves nothing alive,
+// whichever stage started the serve. (Kept from an attack on the
+// supervisor's first stage: before, the stop gave up after its bound with
+// the serve alive and the supervisor frozen.)
+func TestRootFrozenSupervisorIsThawed(t *testing.T) {
+	rootCgroup2(t)
+	cg, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, why := stage1.CgroupParent(string(cg), string(mi))
+	if why != "" {
+		t.Skip(why)
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, tc := range []struct {
+		name  string
+		argv0 string
+		env   []string
+		early bool
+	}{
+		{"first stage", sh, env(supervise.ContainEnv, ""), true},
+		{"supervisor", "sh", env("PATH", "rel:"+filepath.Dir(sh)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ice := filepath.Join(parent, "frozen-supervisor-"+strconv.Itoa(os.Getpid()))
+			script := `mkdir "$0" && echo $PPID > "$0/cgroup.procs" && echo 1 > "$0/cgroup.freeze"; exec sleep 600`
+			p, err := Start(Options{Argv: []string{tc.argv0, "-c", script, ice}, Env: tc.env})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				// Whatever the outcome: thawed, back in its parent, and
+				// the cgroup removed once the supervisor is gone.
+				os.WriteFile(filepath.Join(ice, "cgroup.freeze"), []byte("0"), 0)
+				for deadline := time.Now().Add(time.Minute); p.SupervisorRunning() && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+				syscall.Rmdir(ice)
+			}()
+			if p.Early() != tc.early {
+				t.Errorf("Early() = %v, want %v", p.Early(), tc.early)
+			}
+			frozen := false
+			for deadline := time.Now().Add(time.Minute); !frozen && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				b, _ := os.ReadFile(filepath.Join(ice, "cgroup.events"))
+				frozen = strings.Contains(string(b), "frozen 1")
+			}
+			if !frozen {
+				t.Fatal("the serve did not freeze its supervisor within a minute")
+			}
+			st := p.Stop(time.Second)
+			if st.Survivors != 0 || st.SupervisorStopped < 1 || p.SupervisorRunning() || st.Exit != "stopped by the gate (TERM)" {
+				t.Errorf("Stop() = %+v, supervisor running after it: %v; want it thawed (counted), the serve stopped by TERM, nothing left", st, p.SupervisorRunning())
+			}
+		})
+	}
 }

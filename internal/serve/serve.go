@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise/stage1"
 )
 
 // Options say what to start.
@@ -346,7 +347,8 @@ type Stopped struct {
 	Left      []string `json:"left,omitempty"`    // what survived, "pid command"
 	Contain   string   `json:"contain,omitempty"` // the mechanism that killed them
 	// SupervisorStopped is how many times the supervisor was found stopped
-	// (SIGSTOP, by the serve's tree, say) during the stop and continued.
+	// (SIGSTOP, by the serve's tree, say) or frozen (a cgroup v2 freezer)
+	// during the stop and continued or thawed.
 	SupervisorStopped int `json:"supervisor_stopped,omitempty"`
 }
 
@@ -414,6 +416,7 @@ wait:
 			break wait
 		case <-look.C:
 			p.resume(&st)
+			p.thaw(&st)
 		case <-bound.C:
 			break wait
 		}
@@ -460,6 +463,76 @@ func (p *Process) resume(st *Stopped) {
 		unix.Kill(p.super, unix.SIGCONT)
 		st.SupervisorStopped++
 	}
+}
+
+// thaw thaws the cgroup v2 freezer over the supervisor, and counts it in st
+// as a stop (it is one: the supervisor does nothing while frozen). The
+// serve's user owns the cgroup above the serve's on a delegated machine:
+// the serve can make a cgroup of its own there, move its supervisor into
+// it and freeze it, which SIGCONT does not undo. It is looked for while a
+// stop waits past its first look, not on the way of every stop.
+func (p *Process) thaw(st *Stopped) {
+	select {
+	case <-p.gone:
+		return
+	default:
+	}
+	if p.leaveStopped {
+		return
+	}
+	if pr, ok := stat(p.super); !ok || pr.Start != p.since {
+		return
+	}
+	if thawAbove(p.super) {
+		st.SupervisorStopped++
+	}
+}
+
+// thawAbove writes 0 to each cgroup.freeze that says 1 in the cgroup v2 of
+// process pid and the cgroups above it (freezing one freezes everything
+// below), and reports whether it found one. Where the cgroup cannot be read
+// as the supervisor's first stage reads its own (no cgroup v2, a mount
+// showing a subtree), it does nothing.
+func thawAbove(pid int) bool {
+	cg, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return false
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	dir, why := stage1.CgroupParent(string(cg), string(mi))
+	if why != "" {
+		return false
+	}
+	found := false
+	// The root cgroup has no cgroup.freeze: the walk ends there.
+	for ; dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.freeze"))
+		if err != nil {
+			break
+		}
+		if strings.TrimSpace(string(b)) == "1" {
+			if writeCgroupFile(filepath.Join(dir, "cgroup.freeze"), "0") == nil {
+				found = true
+			}
+		}
+	}
+	return found
+}
+
+// writeCgroupFile writes s to an existing cgroup file.
+func writeCgroupFile(name, s string) error {
+	f, err := os.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // SupervisorRunning reports whether the serve's supervisor still runs, and
