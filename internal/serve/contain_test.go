@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise/stage1"
 )
 
 // treePy is a serve whose tree leaves its process group: 20 children that
@@ -475,18 +474,7 @@ func exitsAtOnce(t *testing.T, i int) bool {
 // the serve alive and the supervisor frozen.)
 func TestRootFrozenSupervisorIsThawed(t *testing.T) {
 	rootCgroup2(t)
-	cg, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent, why := stage1.CgroupParent(string(cg), string(mi))
-	if why != "" {
-		t.Skip(why)
-	}
+	parent := cgroupParent(t)
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Skip("no sh")

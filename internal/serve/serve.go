@@ -451,18 +451,24 @@ wait:
 // resume continues the supervisor when it is stopped (state T), and counts
 // it in st.
 func (p *Process) resume(st *Stopped) {
-	select {
-	case <-p.gone:
-		return
-	default:
-	}
-	if p.leaveStopped {
+	if !p.tending() {
 		return
 	}
 	if pr, ok := stat(p.super); ok && pr.State == 'T' && pr.Start == p.since {
 		unix.Kill(p.super, unix.SIGCONT)
 		st.SupervisorStopped++
 	}
+}
+
+// tending is true while the supervisor is there to be continued or thawed
+// (a test may ask that it be left stopped).
+func (p *Process) tending() bool {
+	select {
+	case <-p.gone:
+		return false
+	default:
+	}
+	return !p.leaveStopped
 }
 
 // thaw thaws the cgroup v2 freezer over the supervisor, and counts it in st
@@ -472,12 +478,7 @@ func (p *Process) resume(st *Stopped) {
 // it and freeze it, which SIGCONT does not undo. It is looked for while a
 // stop waits past its first look, not on the way of every stop.
 func (p *Process) thaw(st *Stopped) {
-	select {
-	case <-p.gone:
-		return
-	default:
-	}
-	if p.leaveStopped {
+	if !p.tending() {
 		return
 	}
 	if pr, ok := stat(p.super); !ok || pr.Start != p.since {
@@ -514,25 +515,12 @@ func thawAbove(pid int) bool {
 			break
 		}
 		if strings.TrimSpace(string(b)) == "1" {
-			if writeCgroupFile(filepath.Join(dir, "cgroup.freeze"), "0") == nil {
+			if stage1.WriteCgroupFile(filepath.Join(dir, "cgroup.freeze"), "0") == nil {
 				found = true
 			}
 		}
 	}
 	return found
-}
-
-// writeCgroupFile writes s to an existing cgroup file.
-func writeCgroupFile(name, s string) error {
-	f, err := os.OpenFile(name, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(s)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // SupervisorRunning reports whether the serve's supervisor still runs, and

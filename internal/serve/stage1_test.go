@@ -27,6 +27,26 @@ func rootCgroup2(t *testing.T) {
 	t.Skip("root may make no cgroup v2 here")
 }
 
+// cgroupParent is the cgroup v2 this process is in, where a supervisor it
+// starts makes the serve's; the test skips where the first stage would not
+// read it.
+func cgroupParent(t *testing.T) string {
+	t.Helper()
+	cg, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, why := stage1.CgroupParent(string(cg), string(mi))
+	if why != "" {
+		t.Skip(why)
+	}
+	return parent
+}
+
 // env is this process's environment with key set to value ("" unset).
 func env(key, value string) []string {
 	var out []string
@@ -131,18 +151,7 @@ func TestRootFirstStageHandsOverTERM(t *testing.T) {
 // removes it, whether its first stage started the serve or it did.
 func TestRootStaleCgroupsRemoved(t *testing.T) {
 	rootCgroup2(t)
-	cg, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent, why := stage1.CgroupParent(string(cg), string(mi))
-	if why != "" {
-		t.Skip(why)
-	}
+	parent := cgroupParent(t)
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Skip("no sleep")
@@ -185,24 +194,13 @@ func TestRootStaleCgroupsRemoved(t *testing.T) {
 // fails it as it always has, and leaves no cgroup behind either.
 func TestRootFirstStageFailedExec(t *testing.T) {
 	rootCgroup2(t)
-	cg, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent, why := stage1.CgroupParent(string(cg), string(mi))
-	if why != "" {
-		t.Skip(why)
-	}
+	parent := cgroupParent(t)
 	bad := filepath.Join(t.TempDir(), "not-a-program")
 	if err := os.WriteFile(bad, []byte("not a program\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := filepath.Glob(filepath.Join(parent, "npu-serve-smoke-*"))
-	_, err = Start(Options{Argv: []string{bad}, Env: env(supervise.ContainEnv, "")})
+	_, err := Start(Options{Argv: []string{bad}, Env: env(supervise.ContainEnv, "")})
 	if err == nil || !strings.Contains(err.Error(), "exec format error") || !strings.Contains(err.Error(), bad) {
 		t.Errorf("Start(%s) = %v, want the exec's error, naming it", bad, err)
 	}

@@ -187,10 +187,10 @@ func makeCgroup(kind, parent string, self int) (*cgroup, error) {
 }
 
 func (c *cgroup) enter() error {
-	return writeFile(filepath.Join(c.dir, "cgroup.procs"), strconv.Itoa(os.Getpid()))
+	return stage1.WriteCgroupFile(filepath.Join(c.dir, "cgroup.procs"), strconv.Itoa(os.Getpid()))
 }
 func (c *cgroup) leave() error {
-	return writeFile(filepath.Join(c.parent, "cgroup.procs"), strconv.Itoa(os.Getpid()))
+	return stage1.WriteCgroupFile(filepath.Join(c.parent, "cgroup.procs"), strconv.Itoa(os.Getpid()))
 }
 
 // start moves the supervisor into the cgroup for the length of the fork:
@@ -216,15 +216,15 @@ func (c *cgroup) kill(seen map[key]bool) {
 	// into it: out first, or the freeze would stop the supervisor too.
 	c.leave()
 	if c.kind == "cgroup2" {
-		writeFile(filepath.Join(c.dir, "cgroup.freeze"), "1")
+		stage1.WriteCgroupFile(filepath.Join(c.dir, "cgroup.freeze"), "1")
 		c.waitFrozen(func() bool { return eventsSay(filepath.Join(c.dir, "cgroup.events"), "frozen 1") })
 		c.note(seen)
 		// Frozen members die of KILL in cgroup v2.
-		writeFile(filepath.Join(c.dir, "cgroup.kill"), "1")
-		writeFile(filepath.Join(c.dir, "cgroup.freeze"), "0")
+		stage1.WriteCgroupFile(filepath.Join(c.dir, "cgroup.kill"), "1")
+		stage1.WriteCgroupFile(filepath.Join(c.dir, "cgroup.freeze"), "0")
 		return
 	}
-	writeFile(filepath.Join(c.dir, "freezer.state"), "FROZEN")
+	stage1.WriteCgroupFile(filepath.Join(c.dir, "freezer.state"), "FROZEN")
 	c.waitFrozen(func() bool {
 		b, _ := os.ReadFile(filepath.Join(c.dir, "freezer.state"))
 		return strings.TrimSpace(string(b)) == "FROZEN"
@@ -233,7 +233,7 @@ func (c *cgroup) kill(seen map[key]bool) {
 		unix.Kill(p.pid, unix.SIGKILL)
 	}
 	// A frozen task acts on KILL once thawed.
-	writeFile(filepath.Join(c.dir, "freezer.state"), "THAWED")
+	stage1.WriteCgroupFile(filepath.Join(c.dir, "freezer.state"), "THAWED")
 }
 
 // waitFrozen waits for frozen, up to a second: a task asleep in a driver
@@ -448,20 +448,6 @@ func eventsSay(file, line string) bool {
 		}
 	}
 	return false
-}
-
-// writeFile writes s to a cgroup file, which must exist (os.WriteFile would
-// create a plain file in a directory that is not a cgroup).
-func writeFile(name, s string) error {
-	f, err := os.OpenFile(name, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(s)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // Available says why mechanism m cannot hold a serve here; nil when it can.

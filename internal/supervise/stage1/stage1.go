@@ -129,7 +129,7 @@ func start(args []string, getenv func(string) string) (*Serve, string) {
 		syscall.Rmdir(dir)
 		return nil, "no cgroup.kill"
 	}
-	if err := writeFile(dir+"/cgroup.procs", self); err != nil {
+	if err := WriteCgroupFile(dir+"/cgroup.procs", self); err != nil {
 		syscall.Rmdir(dir)
 		return nil, err.Error()
 	}
@@ -148,7 +148,7 @@ func start(args []string, getenv func(string) string) (*Serve, string) {
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
-	if lerr := writeFile(parent+"/cgroup.procs", self); lerr != nil {
+	if lerr := WriteCgroupFile(parent+"/cgroup.procs", self); lerr != nil {
 		// Stuck inside: the supervisor reports the start failed, as it
 		// would have.
 		if err == nil {
@@ -366,8 +366,9 @@ func JSONSafe(s string) bool {
 	return true
 }
 
-// writeFile writes s to a cgroup file, which must exist.
-func writeFile(name, s string) error {
+// WriteCgroupFile writes s to a cgroup file, which must exist (os.WriteFile
+// would create a plain file in a directory that is not a cgroup).
+func WriteCgroupFile(name, s string) error {
 	f, err := os.OpenFile(name, os.O_WRONLY, 0)
 	if err != nil {
 		return err
