@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -166,7 +167,17 @@ func newFreezer(self int) (*cgroup, error) {
 func makeCgroup(kind, parent string, self int) (*cgroup, error) {
 	removeStale(parent)
 	c := &cgroup{kind: kind, parent: parent, dir: filepath.Join(parent, "npu-serve-smoke-"+strconv.Itoa(self))}
-	if err := os.Mkdir(c.dir, 0o755); err != nil {
+	err := os.Mkdir(c.dir, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		// No other live supervisor goes by this pid: a supervisor of an
+		// earlier life of it, or a serve whose user owns the parent, left
+		// it. Empty (no process in it or below), it goes, and this one
+		// makes its own; with a process in it, the mechanism is not used.
+		budget := staleBudget
+		rmdirBounded(c.dir, &budget)
+		err = os.Mkdir(c.dir, 0o755)
+	}
+	if err != nil {
 		switch {
 		case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 			return nil, fmt.Errorf("%s is not writable by uid %d (its cgroup is not delegated to it)", parent, os.Geteuid())

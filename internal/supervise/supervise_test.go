@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -154,6 +155,75 @@ func TestRootFrozenCgroupStopsARunaway(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRootOwnNameTaken: a cgroup already named for this supervisor's pid
+// (a serve whose user owns the parent can make one for every pid, to push
+// each later run off cgroup2) is removed when empty, and the supervisor
+// makes its own; with a process in it, the mechanism is refused, not
+// shared. Kept from an attack on the supervisor's first stage.
+func TestRootOwnNameTaken(t *testing.T) {
+	if uid := os.Geteuid(); uid != 0 {
+		t.Skipf("makes cgroups as root: needs root, and uid %d is not; run as root: go test -run '^TestRoot' ./internal/supervise", uid)
+	}
+	// A pid of its own for the name: no live process has it, but the
+	// check of stale cgroups must take it for alive, so the name is
+	// this test's pid, which is alive.
+	self := os.Getpid()
+	probe, _, err := choose("cgroup2", self)
+	if err != nil {
+		t.Skipf("no cgroup2 here: %v", err)
+	}
+	dir := probe.path()
+	if err := probe.close(); err != nil {
+		t.Fatal(err)
+	}
+	// Empty, with an empty cgroup below it: removed, and made anew.
+	if err := os.MkdirAll(filepath.Join(dir, "below"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := choose("cgroup2", self)
+	if err != nil {
+		os.Remove(filepath.Join(dir, "below"))
+		os.Remove(dir)
+		t.Fatalf("choose(cgroup2) with %s taken and empty: %v, want it made anew", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "below")); !os.IsNotExist(err) {
+		t.Errorf("%s/below after the cgroup was made anew: %v, want it gone", dir, err)
+	}
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	// With a process in it: refused.
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		for range 100 {
+			if os.Remove(dir) == nil || !fileExists(dir) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, err := choose("cgroup2", self); err == nil {
+		c.close()
+		t.Errorf("choose(cgroup2) with %s holding a process: made one, want it refused", dir)
+	}
+}
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
 }
 
 // TestChooseFallsBack: where no cgroup can be made (a runner user with no
