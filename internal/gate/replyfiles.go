@@ -28,12 +28,17 @@ type replyFiles struct {
 	print func(line string)
 	jobs  chan replyJob
 	done  chan struct{}
+	// unwritten is each file that could not be made or written, "name:
+	// why", in the order said; read it once close has returned.
+	unwritten []string
 }
 
-// replyJob is a file to write, if name is set, then lines to print.
+// replyJob is a file to write, if name is set, then lines to print. err is
+// why the file could not be made: it is said, and not written.
 type replyJob struct {
 	name  string
 	b     []byte
+	err   error
 	lines []string
 }
 
@@ -48,10 +53,13 @@ func startReplyFiles(dir *os.Root, print func(string)) *replyFiles {
 func (f *replyFiles) run() {
 	defer close(f.done)
 	for j := range f.jobs {
-		if j.name != "" {
-			if err := f.writeFile(f.dir, j.name, j.b); err != nil {
-				f.print(failedLine(j.name, err))
-			}
+		err := j.err
+		if j.name != "" && err == nil {
+			err = f.writeFile(f.dir, j.name, j.b)
+		}
+		if err != nil {
+			f.unwritten = append(f.unwritten, j.name+": "+err.Error())
+			f.print(failedLine(j.name, err))
 		}
 		for _, l := range j.lines {
 			f.print(l)
@@ -64,11 +72,7 @@ func (f *replyFiles) run() {
 func (f *replyFiles) write(r *measure.Reply, lines ...string) {
 	name := report.ReplyFile(r)
 	b, err := report.ReplyBytes(name, r)
-	if err != nil {
-		f.jobs <- replyJob{lines: append([]string{failedLine(name, err)}, lines...)}
-		return
-	}
-	f.jobs <- replyJob{name: name, b: b, lines: lines}
+	f.jobs <- replyJob{name: name, b: b, err: err, lines: lines}
 }
 
 // say prints line in its turn.
@@ -76,11 +80,13 @@ func (f *replyFiles) say(line string) {
 	f.jobs <- replyJob{lines: []string{line}}
 }
 
-// close returns once every file is written and every line printed; the
-// files take nothing more.
-func (f *replyFiles) close() {
+// close returns once every file is written and every line printed, and
+// returns the files that could not be, each "name: why"; the files take
+// nothing more.
+func (f *replyFiles) close() []string {
 	close(f.jobs)
 	<-f.done
+	return f.unwritten
 }
 
 func failedLine(name string, err error) string {

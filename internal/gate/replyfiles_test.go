@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -102,7 +103,9 @@ func TestReplyFilesFailures(t *testing.T) {
 	var printed []string
 	f := startReplyFiles(openRoot(t, dir), func(line string) { printed = append(printed, line) })
 	f.write(&measure.Reply{N: 2, EndMS: math.NaN()}, "reply 2")
-	f.close()
+	if got := f.close(); len(got) != 1 || !strings.HasPrefix(got[0], "reply_2.json: json: unsupported value: NaN") {
+		t.Errorf("unwritten = %q, want reply_2.json's error", got)
+	}
 	if len(printed) != 2 || !strings.HasPrefix(printed[0], "error: writing reply_2.json: json: unsupported value: NaN") || printed[1] != "reply 2" {
 		t.Errorf("printed for a reply JSON cannot hold: %q, want its error, then its line", printed)
 	}
@@ -117,7 +120,9 @@ func TestReplyFilesFailures(t *testing.T) {
 	}
 	f.write(&measure.Reply{N: 1}, "reply 1")
 	f.say("next")
-	f.close()
+	if got := f.close(); len(got) != 1 || !strings.HasPrefix(got[0], "reply_1.json: ") {
+		t.Errorf("unwritten with the out directory gone = %q, want reply_1.json's error", got)
+	}
 	if len(printed) != 3 || !strings.HasPrefix(printed[0], "error: writing reply_1.json: ") || printed[1] != "reply 1" || printed[2] != "next" {
 		t.Errorf("printed with the out directory gone: %q, want reply_1.json's error, its line, the next", printed)
 	}
@@ -193,5 +198,62 @@ func TestFirstRequestAfterPrepare(t *testing.T) {
 	}
 	if first := res.Warmups[0].T0; done.IsZero() || first.Before(done) {
 		t.Errorf("first request at %v, the preparation done at %v; want it after", first, done)
+	}
+}
+
+// A reply file that cannot be written is in result.json (unwritten) and
+// in the summary, the reply in result.json all the same; a recording with
+// one cannot serve as a reference, since only the files keep the tokens a
+// run compares (a warm-up's file it does without).
+func TestUnwrittenReplyFileRecorded(t *testing.T) {
+	for _, tt := range []struct {
+		name, kind, file string
+		recording        string // the recording assertion: "" (none), "ok" or "FAIL"
+	}{
+		{"run", report.KindRun, "reply_2.json", ""},
+		{"recording", report.KindReference, "reply_2.json", "FAIL"},
+		{"recording, a warm-up's file", report.KindReference, "warmup_1.json", "ok"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := plan(t, "--instant", "--first-token-ms", "0")
+			// Five replies: a recording answers each first-round prompt.
+			p.RateSource, p.Kind, p.Replies = judge.RateServer, tt.kind, 5
+			// A directory where the file goes: its write fails.
+			if err := os.MkdirAll(filepath.Join(p.Out, tt.file, "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			res, err := (&Gate{Plan: p}).Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Unwritten) != 1 || !strings.HasPrefix(res.Unwritten[0], tt.file+": ") {
+				t.Fatalf("unwritten = %q, want %s's error", res.Unwritten, tt.file)
+			}
+			if len(res.Replies) != 5 || res.Replies[1].N != 2 || res.Replies[1].Content == "" {
+				t.Errorf("%d replies, the second %d with content %q; want reply 2 among 5 with its content", len(res.Replies), res.Replies[1].N, res.Replies[1].Content)
+			}
+			read, err := report.ReadFile(filepath.Join(p.Out, report.ResultFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(res.Unwritten, read.Unwritten); diff != "" {
+				t.Errorf("result.json's unwritten (-run +file):\n%s", diff)
+			}
+			if md := report.Markdown(res, report.MarkdownLimit); !strings.Contains(md, "Not written: "+strings.ReplaceAll(tt.file, "_", `\_`)+": ") {
+				t.Errorf("the summary does not say %s was not written:\n%s", tt.file, md)
+			}
+			got := ""
+			if i := slices.IndexFunc(res.Assertions, func(a judge.Assertion) bool { return a.Name == Recording }); i >= 0 {
+				got = "FAIL"
+				if a := res.Assertions[i]; a.OK {
+					got = "ok"
+				} else if !strings.Contains(a.Detail, "lacks reply files") || !strings.Contains(a.Detail, tt.file+": ") {
+					t.Errorf("the recording assertion's detail %q does not say %s is missing", a.Detail, tt.file)
+				}
+			}
+			if got != tt.recording || res.Pass() != (got != "FAIL") {
+				t.Errorf("the recording assertion %q, verdict %s; want %q, and a pass unless it failed", got, res.Verdict, tt.recording)
+			}
+		})
 	}
 }

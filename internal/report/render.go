@@ -105,6 +105,9 @@ func markdown(r *Result, withTail bool) string {
 	if r.NoReplies != "" {
 		fmt.Fprintf(&b, "No replies: %s.\n\n", Cell(r.NoReplies, 500))
 	}
+	if len(r.Unwritten) > 0 {
+		fmt.Fprintf(&b, "Not written: %s. Those replies are in %s without their tokens.\n\n", Cell(strings.Join(r.Unwritten, "; "), 1000), ResultFile)
+	}
 
 	b.WriteString("| assertion | result | detail |\n|---|---|---|\n")
 	for _, a := range r.Assertions {

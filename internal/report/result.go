@@ -55,6 +55,12 @@ type Result struct {
 	Figures   []Figures       `json:"figures,omitempty"` // derived from Replies
 	Warmups   []measure.Reply `json:"warmups,omitempty"`
 	NoReplies string          `json:"no_replies,omitempty"` // why there are none
+	// Unwritten is each reply or warm-up file the run could not make or
+	// write, "reply_N.json: why" (a full disk, the out directory gone):
+	// that reply is in Replies (or Warmups) all the same, without its
+	// tokens, which only its file keeps. A recording with a reply file
+	// unwritten cannot serve as a reference.
+	Unwritten []string        `json:"unwritten,omitempty"`
 	Baseline  *judge.Baseline `json:"baseline,omitempty"`
 	// Reference is the trusted route's run the agreement is judged
 	// against, and Agreement how far each reply agrees with it.
