@@ -127,6 +127,10 @@ func UseReference(input, from string, res *report.Result, w ReferenceWant) (*rep
 	for _, p := range w.Asked {
 		asked[p] = true
 	}
+	if lost := unwrittenReplies(res.Unwritten); len(lost) > 0 {
+		// The tokens the agreement compares are in the reply files only.
+		bad("its out directory lacks reply files, and with them those replies' tokens (%s); record the reference again", strings.Join(lost, "; "))
+	}
 	ref := &report.Reference{File: from, Kind: "run", Verdict: res.Verdict}
 	if res.Run.Kind == report.KindReference {
 		ref.Kind = report.KindReference
@@ -175,4 +179,17 @@ func UseReference(input, from string, res *report.Result, w ReferenceWant) (*rep
 		return nil, errors.Join(errs...)
 	}
 	return ref, nil
+}
+
+// unwrittenReplies is those of a run's unwritten files ("name: why") that
+// are judged replies' (reply_N.json), not warm-ups', each cut to 200 bytes:
+// the list is the run's, untrusted.
+func unwrittenReplies(unwritten []string) []string {
+	var out []string
+	for _, u := range unwritten {
+		if strings.HasPrefix(u, "reply_") {
+			out = append(out, judge.Quote(u, 200))
+		}
+	}
+	return out
 }

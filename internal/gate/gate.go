@@ -517,24 +517,8 @@ func (g *Gate) servesAsReference(res *report.Result) {
 	if _, err := config.UseReference("this recording", "", res, g.Plan.ReferenceWant()); err != nil {
 		a.OK, a.Detail = false, "it cannot serve as a reference: "+err.Error()
 		res.Verdict = report.Fail
-	} else if lost := unwrittenReplies(res.Unwritten); len(lost) > 0 {
-		// The tokens a run compares with are in the reply files only.
-		a.OK, a.Detail = false, "it cannot serve as a reference: its out directory lacks reply files, and with them those replies' tokens ("+strings.Join(lost, "; ")+"); record it again"
-		res.Verdict = report.Fail
 	}
 	res.Assertions = append(res.Assertions, a)
-}
-
-// unwrittenReplies is those of unwritten ("name: why") that are judged
-// replies' files, not warm-ups'.
-func unwrittenReplies(unwritten []string) []string {
-	var out []string
-	for _, u := range unwritten {
-		if strings.HasPrefix(u, "reply_") {
-			out = append(out, u)
-		}
-	}
-	return out
 }
 
 // stopText says why the gate stopped asking, for the log.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
@@ -204,7 +205,8 @@ func TestFirstRequestAfterPrepare(t *testing.T) {
 // A reply file that cannot be written is in result.json (unwritten) and
 // in the summary, the reply in result.json all the same; a recording with
 // one cannot serve as a reference, since only the files keep the tokens a
-// run compares (a warm-up's file it does without).
+// run compares (a warm-up's file it does without), and a run given it as
+// --reference refuses it.
 func TestUnwrittenReplyFileRecorded(t *testing.T) {
 	for _, tt := range []struct {
 		name, kind, file string
@@ -253,6 +255,23 @@ func TestUnwrittenReplyFileRecorded(t *testing.T) {
 			}
 			if got != tt.recording || res.Pass() != (got != "FAIL") {
 				t.Errorf("the recording assertion %q, verdict %s; want %q, and a pass unless it failed", got, res.Verdict, tt.recording)
+			}
+			if tt.kind != report.KindReference {
+				return
+			}
+			// A run of the same settings given the directory as --reference
+			// takes it or refuses it as the recording said, once the file's
+			// way is clear (the disk freed, say) and the file still absent.
+			if err := os.RemoveAll(filepath.Join(p.Out, tt.file)); err != nil {
+				t.Fatal(err)
+			}
+			ref, err := config.LoadReference(p.Out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = config.UseReference("--reference "+p.Out, p.Out, ref, p.ReferenceWant())
+			if (err == nil) != (tt.recording == "ok") || err != nil && !strings.Contains(err.Error(), "lacks reply files") {
+				t.Errorf("--reference %s (unwritten %q): %v; want it refused exactly when the recording failed, saying the files are missing", p.Out, ref.Unwritten, err)
 			}
 		})
 	}
