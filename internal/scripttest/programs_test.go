@@ -23,8 +23,18 @@ func TestToolsWarmsTheProgramsBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// warm runs in the set-up of every user, before --ci's part, from the
+	// module's root (the script is .ci/tools).
+	script := string(b)
+	call, ci := strings.Index(script, "\nif ! warm; then\n"), strings.Index(script, "\nif ! $ci; then\n")
+	if call < 0 || ci < 0 || call > ci {
+		t.Errorf(".ci/tools does not call warm (`if ! warm; then`) before its --ci part (`if ! $ci; then`)")
+	}
+	if !strings.Contains(script, "\t(cd \"$(dirname \"$0\")/..\" &&\n\t\tenv ") {
+		t.Errorf(".ci/tools' go build line does not run from the module's root (cd \"$(dirname \"$0\")/..\" on the line before)")
+	}
 	var line string
-	for l := range strings.Lines(string(b)) {
+	for l := range strings.Lines(script) {
 		if strings.HasPrefix(strings.TrimSpace(l), "env ") && strings.Contains(l, " go build ") {
 			if line != "" {
 				t.Fatalf(".ci/tools has two go build lines:\n%s%s", line, l)
