@@ -15,7 +15,11 @@ import (
 // together, each prompt with a leading salt no other request shares.
 func TestLoadRoundsAfterTheReplies(t *testing.T) {
 	p := plan(t, "--load-mode", "batch", "--rate", "200", "--first-token-ms", "5")
-	p.MaxTokens, p.Load, p.LoadExpect = 16, 3, judge.LoadBatch
+	// The single-stream replies judged on the serve's own figures: what
+	// this test checks is the rounds, and on a machine busy enough a reply's
+	// 16 tokens reach the gate in one arrival, a reply with no rate of the
+	// stream's, a failed rate and no round asked.
+	p.MaxTokens, p.Load, p.LoadExpect, p.RateSource = 16, 3, judge.LoadBatch, judge.RateServer
 	var log strings.Builder
 	res, err := (&Gate{Plan: p, Log: &log, Tool: "test"}).Run(context.Background())
 	if err != nil {
