@@ -43,19 +43,21 @@ func medianInterval(xs []float64, level float64) (Interval, bool) {
 // intervalK is the largest k whose interval [x(k), x(n-k+1)] of n figures
 // covers the median at level, or 1 when none does.
 func intervalK(n int, level float64) int {
-	// The coverage falls as k grows, and is below any useful level long
-	// before k passes n/2, so the search stops by itself.
-	k := 1
-	for coverage(n, k+1) >= level {
-		k++
+	// The coverage falls as k grows, to -1 at k = n+1, so the loop returns
+	// by k = n-1 at the latest. A loop bounded by n, not by the coverage,
+	// stops too when the coverage is wrong (a mutant of it: .ci/mutants).
+	for k := range n {
+		if coverage(n, k+2) < level {
+			return k + 1
+		}
 	}
-	return k
+	return 1 // n is 0
 }
 
 // coverage is 1 - 2·P(Bin(n, ½) ≤ k-1).
 func coverage(n, k int) float64 {
 	tail := 0.0
-	for i := 0; i < k; i++ {
+	for i := range k {
 		tail += binom(n, i)
 	}
 	return 1 - 2*tail*math.Pow(0.5, float64(n))
@@ -63,8 +65,8 @@ func coverage(n, k int) float64 {
 
 func binom(n, k int) float64 {
 	r := 1.0
-	for i := 1; i <= k; i++ {
-		r = r * float64(n-k+i) / float64(i)
+	for i := range k {
+		r = r * float64(n-k+1+i) / float64(i+1)
 	}
 	return r
 }
