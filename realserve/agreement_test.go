@@ -10,6 +10,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 )
@@ -119,7 +120,7 @@ func (s separation) each() string {
 				p += fmt.Sprintf(" at a tie (gap %.2g nats)", *d.Gap)
 			} else {
 				p += fmt.Sprintf(" at token %d: the reference %s (%.2f), this run %s (%.2f)",
-					d.Position, judge.Quote(d.Ref.Text, 40), d.Ref.Logprob, judge.Quote(d.Run.Text, 40), d.Run.Logprob)
+					d.Position, quote.Cut(d.Ref.Text, 40), d.Ref.Logprob, quote.Cut(d.Run.Text, 40), d.Run.Logprob)
 			}
 		}
 		parts = append(parts, p)

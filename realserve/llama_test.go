@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 // llamaServerVar names the llama-server binary the llama.cpp tests run;
@@ -176,10 +177,10 @@ func TestLlamaServer(t *testing.T) {
 // cpuWitness checks what llama-server's processes witnessed on the CPU:
 // read, holding no device node of the classes, mapping no backend of
 // them, no device usage, and logs it.
-func cpuWitness(t *testing.T, g gateRun) *judge.Witness {
+func cpuWitness(t *testing.T, g gateRun) *route.Witness {
 	t.Helper()
 	w := g.res.Witness
-	if w == nil || w.NotRead != "" || w.Processes < 1 || len(w.Unread) != 0 || len(w.Held) != 0 || len(w.Mapped) != 0 || slices.ContainsFunc(w.Usage, func(u judge.Usage) bool { return u.EngineNS > 0 || u.MemoryBytes > 0 }) {
+	if w == nil || w.NotRead != "" || w.Processes < 1 || len(w.Unread) != 0 || len(w.Held) != 0 || len(w.Mapped) != 0 || slices.ContainsFunc(w.Usage, func(u route.Usage) bool { return u.EngineNS > 0 || u.MemoryBytes > 0 }) {
 		t.Fatalf("witness = %+v, want llama-server's processes read, holding no device, mapping no GPU backend, using no device", w)
 	}
 	t.Logf("witness: %d processes read, held %q, mapped %q, usage %+v, no usage %q, account %+v", w.Processes, w.Held, w.Mapped, w.Usage, w.NoUsage, w.Account)

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -271,10 +272,10 @@ func TestOllama(t *testing.T) {
 
 	t.Run("the preset names the CPU route slow, and quotes the line", func(t *testing.T) {
 		g := o.run(t, "preset", port, "--floor", "1")
-		route := g.assertion(t, judge.Route)
-		quoted := strings.Contains(route.Detail, "CPU model buffer size")
-		if route.OK || !strings.Contains(route.Detail, "slow route") || !quoted {
-			t.Errorf("route: ok %v, %q; want the slow route, quoting the `load_tensors: CPU model buffer size` line of Ollama's runner (llama.cpp's)", route.OK, route.Detail)
+		ra := g.assertion(t, judge.Route)
+		quoted := strings.Contains(ra.Detail, "CPU model buffer size")
+		if ra.OK || !strings.Contains(ra.Detail, "slow route") || !quoted {
+			t.Errorf("route: ok %v, %q; want the slow route, quoting the `load_tensors: CPU model buffer size` line of Ollama's runner (llama.cpp's)", ra.OK, ra.Detail)
 		}
 		if g.code != 1 {
 			t.Errorf("exit %d, want 1 (the slow route fails the gate)", g.code)
@@ -287,13 +288,13 @@ func TestOllama(t *testing.T) {
 			t.Fatalf("witness = %+v, want Ollama's processes read, holding no device and mapping no GPU backend", w)
 		}
 		t.Logf("witness: %d processes read, held %q, mapped %q, usage %+v, no usage %q", w.Processes, w.Held, w.Mapped, w.Usage, w.NoUsage)
-		if a := w.Account; a == nil || a.Route != judge.RouteSlow || !strings.Contains(a.Text, "size_vram 0") {
+		if a := w.Account; a == nil || a.Route != route.RouteSlow || !strings.Contains(a.Text, "size_vram 0") {
 			t.Errorf("account = %+v, want /api/ps naming the slow route, size_vram 0", a)
 		} else {
 			t.Logf("account: %s: %s (%s)", a.Source, a.Text, a.Why)
 		}
-		if !strings.Contains(route.Detail, "witnessed: the serve's processes") {
-			t.Errorf("route detail %q does not say what was witnessed", route.Detail)
+		if !strings.Contains(ra.Detail, "witnessed: the serve's processes") {
+			t.Errorf("route detail %q does not say what was witnessed", ra.Detail)
 		}
 	})
 

@@ -12,6 +12,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/evidence"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
@@ -261,7 +262,7 @@ func rejudge(ctx context.Context, dir string, res *report.Result, c *config.Conf
 // `judge` agrees with the run. The run's hint is kept too. (`publish` reads
 // a fork's artifact, whose result.json it does not trust, and judges on the
 // log as kept.)
-func keepRunRoute(res *report.Result, run judge.Evidence, set func(string) bool) {
+func keepRunRoute(res *report.Result, run route.Evidence, set func(string) bool) {
 	res.Route.Hint = run.Hint
 	if res.Serve.LogDropped > 0 && !set("fast-route") && !set("slow-route") {
 		res.Route = run

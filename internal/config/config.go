@@ -20,6 +20,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
@@ -242,10 +243,10 @@ func (p *Plan) SetBaseline(b *judge.Baseline, from string) {
 
 // DefaultFastRoute and DefaultSlowRoute are the reference serve's own
 // wording for its routes, fresh copies each call.
-func DefaultFastRoute() []string { return slices.Clone(judge.DefaultFastRoute) }
+func DefaultFastRoute() []string { return slices.Clone(route.DefaultFast) }
 
 // DefaultSlowRoute: see DefaultFastRoute.
-func DefaultSlowRoute() []string { return slices.Clone(judge.DefaultSlowRoute) }
+func DefaultSlowRoute() []string { return slices.Clone(route.DefaultSlow) }
 
 // Limits are the judging limits of the configuration.
 func (c *Config) Limits() judge.Limits {
@@ -508,7 +509,7 @@ func checkPatterns(name string, fast bool, patterns []string) []error {
 	}
 	var errs []error
 	for _, p := range patterns {
-		if err := judge.CheckRule(name, fast, p); err != nil {
+		if err := route.CheckRule(name, fast, p); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 // Preset is what one kind of serve needs: where it answers, how thinking is
@@ -72,12 +73,12 @@ const (
 // llama-model-loader.cpp); the buffers are weighed per load, and a load
 // with CPU buffers alone is the slow route even after one on the device.
 var (
-	llamaOffload     = judge.CountPrefix + `load_tensors: offloaded (\d+)/(\d+) layers to GPU`
+	llamaOffload     = route.CountPrefix + `load_tensors: offloaded (\d+)/(\d+) layers to GPU`
 	llamaDeviceModel = `load_tensors: +(?:(?:CUDA|ROCm|MUSA|Vulkan|SYCL|CANN|MTL|HTP|OPENVINO)\d+|Metal|OpenCL|WebGPU|zDNN|RPC\[[^\]]*\])(?:_Mapped)? (?:model )?buffer size = +(\d+(?:\.\d+)?) MiB`
 	llamaHostBuffer  = `load_tensors: +(?:CPU(?:_Mapped|_REPACK|_AARCH64)?|\w+_Host|AMX) (?:model )?buffer size`
-	llamaCPUModel    = judge.UnlessFastPrefix + llamaHostBuffer
-	llamaCPUHeavier  = judge.HeavierPrefix + llamaHostBuffer + ` = +(\d+(?:\.\d+)?) MiB`
-	llamaLoad        = judge.LoadPrefix + `llama_model_loader: loaded meta data with`
+	llamaCPUModel    = route.UnlessFastPrefix + llamaHostBuffer
+	llamaCPUHeavier  = route.HeavierPrefix + llamaHostBuffer + ` = +(\d+(?:\.\d+)?) MiB`
+	llamaLoad        = route.LoadPrefix + `llama_model_loader: loaded meta data with`
 
 	llamaFast = []string{llamaOffload, llamaDeviceModel}
 	llamaSlow = []string{llamaCPUModel, llamaCPUHeavier, llamaLoad}
@@ -112,10 +113,10 @@ var (
 // library, is the slow route outright.
 var (
 	ollamaPlan          = `msg=(?:offload library=\S+|"offload to \w+") layers\.requested=`
-	ollamaPlanSlow      = judge.UnlessFastPrefix + ollamaPlan
-	ollamaPlanLoad      = judge.LoadPrefix + ollamaPlan
-	ollamaLoadingLoad   = judge.LoadPrefix + `msg="loading model" "model layers"=`
-	ollamaEngineOffload = judge.CountPrefix + `msg="offloaded (\d+)/(?P<total>\d+) layers to GPU"`
+	ollamaPlanSlow      = route.UnlessFastPrefix + ollamaPlan
+	ollamaPlanLoad      = route.LoadPrefix + ollamaPlan
+	ollamaLoadingLoad   = route.LoadPrefix + `msg="loading model" "model layers"=`
+	ollamaEngineOffload = route.CountPrefix + `msg="offloaded (\d+)/(?P<total>\d+) layers to GPU"`
 	ollamaCPU           = `msg=(?:offload library=cpu |"offload to cpu")`
 	ollamaNoLibrary     = `msg="compatible gpu libraries" compatible=\[\]`
 )
@@ -138,8 +139,8 @@ var (
 		`No device specified, using recommended device: CPU`,
 		`Initializing Language Model Continuous Batching servable`,
 		ovmsNoNPU,
-		judge.UnlessFastPrefix + `, with target device: (?:CPU|GPU|AUTO|HETERO|MULTI|BATCH)`,
-		judge.UnlessFastPrefix + `CompiledModel config key: EXECUTION_DEVICES, value: (?:CPU|GPU)`,
+		route.UnlessFastPrefix + `, with target device: (?:CPU|GPU|AUTO|HETERO|MULTI|BATCH)`,
+		route.UnlessFastPrefix + `CompiledModel config key: EXECUTION_DEVICES, value: (?:CPU|GPU)`,
 	}
 	// A model OVMS compiles itself (src/modelinstance.cpp) is announced at
 	// INFO with the device it was given ("Loading model: m, version: 1,
@@ -201,7 +202,7 @@ var (
 		`Using Torch SDPA backend`,
 		vllmNoGraph,
 	}
-	vllmNoGraph = judge.UnlessFastPrefix + `No cudagraph will be used`
+	vllmNoGraph = route.UnlessFastPrefix + `No cudagraph will be used`
 	// vllm-ascend captures ACL graphs through the same capture_model and
 	// says "Replaying aclgraph" once a request replays one; eager mode and
 	// graph modes the NPU refuses are the slow route (vllm_ascend/platform.py,

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 // Each preset's rules against log lines its serve prints (from its source,
@@ -123,7 +123,7 @@ func TestPresetRoutes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.preset+"/"+tt.name, func(t *testing.T) {
 			p := Presets[tt.preset]
-			m, err := judge.NewRouteMatcher(p.FastRoute, p.SlowRoute)
+			m, err := route.NewMatcher(p.FastRoute, p.SlowRoute)
 			if err != nil {
 				t.Fatal(err)
 			}

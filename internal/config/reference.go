@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
@@ -121,7 +121,7 @@ func UseReference(input, from string, res *report.Result, w ReferenceWant) (*rep
 	}
 	if res.Run.Thinking != w.Thinking {
 		bad("the reference was asked with thinking %s, this run with thinking %s; pass --thinking %s, or record the reference again with --thinking %s",
-			judge.Quote(res.Run.Thinking, 10), w.Thinking, judge.Quote(res.Run.Thinking, 10), w.Thinking)
+			quote.Cut(res.Run.Thinking, 10), w.Thinking, quote.Cut(res.Run.Thinking, 10), w.Thinking)
 	}
 	asked := map[string]bool{}
 	for _, p := range w.Asked {
@@ -143,9 +143,9 @@ func UseReference(input, from string, res *report.Result, w ReferenceWant) (*rep
 		if r.Error != "" || strings.TrimSpace(r.Content) == "" {
 			why := "no content"
 			if r.Error != "" {
-				why = "the error " + judge.Quote(r.Error, 80)
+				why = "the error " + quote.Cut(r.Error, 80)
 			}
-			bad("its reply %d (to %s) has %s; a reference's replies must all have content: record the reference again", r.N, judge.Quote(r.Prompt, 60), why)
+			bad("its reply %d (to %s) has %s; a reference's replies must all have content: record the reference again", r.N, quote.Cut(r.Prompt, 60), why)
 			continue
 		}
 		has[r.Prompt] = true
@@ -157,11 +157,11 @@ func UseReference(input, from string, res *report.Result, w ReferenceWant) (*rep
 	var missing []string
 	for _, p := range w.FirstRound {
 		if !has[p] {
-			missing = append(missing, judge.Quote(p, 60))
+			missing = append(missing, quote.Cut(p, 60))
 		}
 	}
 	if len(res.Replies) == 0 {
-		bad("the reference holds no replies; pass a run that has some (its verdict: %s)", judge.Quote(res.Verdict, 20))
+		bad("the reference holds no replies; pass a run that has some (its verdict: %s)", quote.Cut(res.Verdict, 20))
 	} else if len(missing) > 0 {
 		named := missing
 		if len(named) > 3 {
@@ -188,7 +188,7 @@ func unwrittenReplies(unwritten []string) []string {
 	var out []string
 	for _, u := range unwritten {
 		if strings.HasPrefix(u, "reply_") {
-			out = append(out, judge.Quote(u, 200))
+			out = append(out, quote.Cut(u, 200))
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -25,7 +26,7 @@ import (
 // link there is unreadable), and its reading stops when ctx is done: the
 // verdict is then Cancelled, never one of a log read in part.
 func Judge(ctx context.Context, dir string, res *report.Result, l judge.Limits, fast, slow []string, b *judge.Baseline) error {
-	m, err := judge.NewRouteMatcher(fast, slow)
+	m, err := route.NewMatcher(fast, slow)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func AsRun(res *report.Result) string {
 
 // scanLog scans the serve.log at path, as a run's file (report.Open), until
 // its end or until ctx is done.
-func scanLog(ctx context.Context, path string, m *judge.RouteMatcher) (logscan.Result, error) {
+func scanLog(ctx context.Context, path string, m *route.Matcher) (logscan.Result, error) {
 	f, err := report.Open(path)
 	if err != nil {
 		return logscan.Result{Route: m.Evidence()}, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
@@ -45,7 +46,7 @@ func TestJudge(t *testing.T) {
 			}
 			l := limits
 			l.Floor = tc.floor
-			err = Judge(context.Background(), dir, res, l, judge.DefaultFastRoute, judge.DefaultSlowRoute, nil)
+			err = Judge(context.Background(), dir, res, l, route.DefaultFast, route.DefaultSlow, nil)
 			if (err != nil) != (tc.err != "") || err != nil && !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("Judge() error = %v, want %q", err, tc.err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
@@ -45,7 +46,7 @@ func TestJudgeUnsafeLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = Judge(tc.ctx, dir, res, judge.Limits{Floor: 1, FirstTokenMS: 1000, RateSource: judge.RateClient}, judge.DefaultFastRoute, judge.DefaultSlowRoute, nil)
+			err = Judge(tc.ctx, dir, res, judge.Limits{Floor: 1, FirstTokenMS: 1000, RateSource: judge.RateClient}, route.DefaultFast, route.DefaultSlow, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Judge(%s) = %v, want %q", tc.name, err, tc.want)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -21,7 +22,7 @@ func resultAt(rate float64) *report.Result {
 		Verdict: report.Pass,
 		Limits:  judge.Limits{Floor: 60, FirstTokenMS: 600, RateSource: judge.RateClient},
 		Replies: []measure.Reply{{N: 1, FirstMS: ms(200), LastMS: ms(200 + 127/rate*1000), CompletionTokens: n(128), Content: "x"}},
-		Route:   judge.Evidence{Fast: &judge.Match{Line: 1}},
+		Route:   route.Evidence{Fast: &route.Match{Line: 1}},
 	}
 }
 

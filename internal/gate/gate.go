@@ -17,6 +17,8 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
@@ -151,7 +153,7 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 
 	// The route is read on the serve's output as it is written, before
 	// serve.log is cut to its limit.
-	m, err := judge.NewRouteMatcher(p.FastRoute, p.SlowRoute)
+	m, err := route.NewMatcher(p.FastRoute, p.SlowRoute)
 	if err != nil {
 		return nil, &SetupError{err}
 	}
@@ -203,7 +205,7 @@ func (g *Gate) writeReference(res *report.Result) error {
 // "What happens, in order" gives. Whatever goes wrong ends up in
 // res.NoReplies or the replies, but for a port that cannot be had: a
 // SetupError, with nothing started.
-func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *judge.RouteMatcher) error {
+func (g *Gate) measure(ctx context.Context, res *report.Result, out string, m *route.Matcher) error {
 	ticket, ok := g.takeDevice(ctx, res)
 	if !ok {
 		return nil
@@ -303,7 +305,7 @@ func (g *Gate) releaseDevice(t Ticket, res *report.Result, held time.Time) {
 // as it comes and kept in out/serve.log within --log-limit. It returns nil
 // when it could not start (the reason is in res), else the process and the
 // function that stops it and records how, and what its output held.
-func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, port int, held lease, m *judge.RouteMatcher) (*serve.Process, func()) {
+func (g *Gate) startServe(ctx context.Context, res *report.Result, out string, port int, held lease, m *route.Matcher) (*serve.Process, func()) {
 	p := g.Plan
 	res.Serve.Argv, res.Serve.Port = wrap(p.HoldCommand, fill(p.Argv, port, held.devices)), port
 	capture, stdout, stderr, err := logscan.NewCaptureIn(g.outDir, report.LogFile, p.LogLimit, m)
@@ -694,7 +696,7 @@ func notReady(err error, ctx context.Context) string {
 // refusalLine says, once a run, that the serve refused the logprobs fields.
 func refusalLine(r *measure.Reply) string {
 	return fmt.Sprintf("logprobs: the serve refused logprobs/top_logprobs (%s); asked again without them, and every later request goes without: agreement can compare text only",
-		judge.Quote(r.LogprobsDetail, 200))
+		quote.Cut(r.LogprobsDetail, 200))
 }
 
 // progress is one console line about a reply.
@@ -704,7 +706,7 @@ func progress(r *measure.Reply) string {
 		name = "warm-up"
 	}
 	if r.Error != "" {
-		return fmt.Sprintf("%s %d: error: %s", name, r.N, judge.Quote(r.Error, 200))
+		return fmt.Sprintf("%s %d: error: %s", name, r.N, quote.Cut(r.Error, 200))
 	}
 	var parts []string
 	if v, ok := r.FirstTokenMS(); ok {
@@ -724,7 +726,7 @@ func progress(r *measure.Reply) string {
 		parts = append(parts, fmt.Sprintf("a prompt cache hit (%d of %d prompt tokens)", c.Cached, c.Prompt))
 	}
 	if r.Retried != "" {
-		parts = append(parts, "asked twice: the first attempt failed before any answer: "+judge.Quote(r.Retried, 200))
+		parts = append(parts, "asked twice: the first attempt failed before any answer: "+quote.Cut(r.Retried, 200))
 	}
 	switch r.Logprobs {
 	case measure.LogprobsSent:
@@ -732,7 +734,7 @@ func progress(r *measure.Reply) string {
 	case measure.LogprobsNone:
 		parts = append(parts, "no logprobs sent")
 	case measure.LogprobsGarbage:
-		parts = append(parts, "logprobs dropped: "+judge.Quote(r.LogprobsDetail, 200))
+		parts = append(parts, "logprobs dropped: "+quote.Cut(r.LogprobsDetail, 200))
 	}
 	return fmt.Sprintf("%s %d: %s", name, r.N, strings.Join(parts, ", "))
 }
@@ -804,7 +806,7 @@ func verdictOr(v string) string {
 type witnessing struct {
 	r       *witness.Reader
 	first   witness.Sample
-	account *judge.Account
+	account *route.Account
 	outside string // why the serve's processes are not the tree's, if they are not
 }
 
@@ -820,7 +822,7 @@ func (g *Gate) witnessFirst(a *asker) *witnessing {
 	w := &witnessing{r: &witness.Reader{Proc: "/proc", Devices: p.WitnessDevices, Libraries: p.WitnessLibraries, Alive: witness.Alive}}
 	if p.WitnessAccount != "" {
 		w.account = witness.Ask(a.ctx, http.DefaultClient, a.base, p.WitnessAccount, p.Model)
-		g.logf("witness: the serve's own account, %s: %s %s", w.account.Source, judge.Quote(w.account.Text, 200), w.account.Why)
+		g.logf("witness: the serve's own account, %s: %s %s", w.account.Source, quote.Cut(w.account.Text, 200), w.account.Why)
 	}
 	if w.outside = witness.Outside(p.Argv); w.outside == "" {
 		w.first = w.r.Sample(a.ctx, a.proc.Tree())
@@ -835,9 +837,9 @@ func (g *Gate) witnessLast(res *report.Result, a *asker, w *witnessing) {
 	if w == nil {
 		return
 	}
-	var rec judge.Witness
+	var rec route.Witness
 	if w.outside != "" {
-		rec = judge.Witness{Devices: w.r.Devices, Libraries: w.r.Libraries, Binary: g.Plan.WitnessBinary, NotRead: w.outside}
+		rec = route.Witness{Devices: w.r.Devices, Libraries: w.r.Libraries, Binary: g.Plan.WitnessBinary, NotRead: w.outside}
 	} else {
 		rec = w.r.Witness(w.first, w.r.Sample(a.ctx, a.proc.Tree()), g.Plan.WitnessBinary)
 	}
@@ -847,7 +849,7 @@ func (g *Gate) witnessLast(res *report.Result, a *asker, w *witnessing) {
 }
 
 // witnessLine says what the witnesses saw, for the console.
-func witnessLine(w *judge.Witness) string {
+func witnessLine(w *route.Witness) string {
 	if w.NotRead != "" {
 		return "not witnessed: " + w.NotRead
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 )
 
 // tokenQuote bounds a token quoted in the agreement's detail.
@@ -148,9 +149,9 @@ func disagreement(r *agree.Reply) string {
 			return who + " ended"
 		}
 		if r.Unit == agree.UnitBytes {
-			return who + " " + Quote(t, tokenQuote)
+			return who + " " + quote.Cut(t, tokenQuote)
 		}
-		return fmt.Sprintf("%s %s (%.1f)", who, Quote(t, tokenQuote), lp)
+		return fmt.Sprintf("%s %s (%.1f)", who, quote.Cut(t, tokenQuote), lp)
 	}
 	return fmt.Sprintf("reply %d, %s %d: %s, %s", r.N, unit, d.Position+1,
 		side("the reference", d.Ref.Text, d.Ref.Logprob, d.Ended == agree.EndedReference),

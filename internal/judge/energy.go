@@ -3,6 +3,8 @@ package judge
 import (
 	"fmt"
 	"strings"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 )
 
 // EnergyName is the energy row: joules per decoded token from the runner's
@@ -121,13 +123,13 @@ func judgeEnergy(e *Energy, l Limits) (Assertion, bool) {
 // EnergyText is the energy figures in one line, for the row's detail and
 // the console.
 func EnergyText(e *Energy) string {
-	src := Quote(e.Source, 100)
+	src := quote.Cut(e.Source, 100)
 	var what []string
 	if e.Boundary != "" {
-		what = append(what, Quote(e.Boundary, 80))
+		what = append(what, quote.Cut(e.Boundary, 80))
 	}
 	if e.Method != "" {
-		what = append(what, Quote(e.Method, 20))
+		what = append(what, quote.Cut(e.Method, 20))
 	}
 	if len(what) > 0 {
 		src += " (" + strings.Join(what, ", ") + ")"
@@ -137,7 +139,7 @@ func EnergyText(e *Energy) string {
 		if why == "" {
 			why = "no reading"
 		}
-		s := "unavailable: " + Quote(why, 300)
+		s := "unavailable: " + quote.Cut(why, 300)
 		if e.Source != "" {
 			s += "; source " + src
 		}
@@ -160,10 +162,10 @@ func EnergyText(e *Energy) string {
 	}
 	s += "; " + src
 	if e.TooShort != "" {
-		s += "; " + Quote(e.TooShort, 200)
+		s += "; " + quote.Cut(e.TooShort, 200)
 	}
 	if e.Why != "" {
-		s += "; " + Quote(e.Why, 300)
+		s += "; " + quote.Cut(e.Why, 300)
 	}
 	if len(e.Rounds) > 0 {
 		var each []string
@@ -187,7 +189,7 @@ func roundEnergyText(r EnergyRound) string {
 		return fmt.Sprintf("%.4g gross", *r.GrossJPerToken)
 	}
 	if r.Why != "" {
-		return "none (" + Quote(r.Why, 100) + ")"
+		return "none (" + quote.Cut(r.Why, 100) + ")"
 	}
 	return "none"
 }

@@ -3,6 +3,8 @@ package judge
 import (
 	"strings"
 	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 func fp(v float64) *float64 { return &v }
@@ -149,7 +151,7 @@ func TestJudgeWithEnergy(t *testing.T) {
 
 // passing is a run that passes route, rate, first token and content.
 func passing() Input {
-	m, _ := NewRouteMatcher(DefaultFastRoute, DefaultSlowRoute)
+	m, _ := route.NewMatcher(route.DefaultFast, route.DefaultSlow)
 	m.Line([]byte(fastLine))
 	return Input{Route: m.Evidence(), Replies: replies([]float64{90, 90, 90}, []float64{250, 250, 250}), Limits: limits}
 }

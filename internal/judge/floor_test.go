@@ -3,6 +3,8 @@ package judge
 import (
 	"strings"
 	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 // The floor's reason: said when the rate fails, and always for a floor
@@ -31,15 +33,15 @@ func TestFloorWhy(t *testing.T) {
 }
 
 func TestLineOfExactlyMaxLine(t *testing.T) {
-	m, err := NewRouteMatcher([]string{`fast`}, []string{`end$`})
+	m, err := route.NewMatcher([]string{`fast`}, []string{`end$`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Line([]byte(strings.Repeat("x", MaxLine-2) + "end")) // MaxLine+1: cut, so not its end
+	m.Line([]byte(strings.Repeat("x", route.MaxLine-2) + "end")) // MaxLine+1: cut, so not its end
 	if ev := m.Evidence(); ev.Slow != nil {
 		t.Errorf("a line cut at MaxLine matched an end anchor: %+v", ev.Slow)
 	}
-	m.Line([]byte(strings.Repeat("x", MaxLine-3) + "end")) // exactly MaxLine: whole
+	m.Line([]byte(strings.Repeat("x", route.MaxLine-3) + "end")) // exactly MaxLine: whole
 	if ev := m.Evidence(); ev.Slow == nil || ev.Slow.Line != 2 {
 		t.Errorf("a line of exactly MaxLine: Slow = %+v, want line 2", ev.Slow)
 	}

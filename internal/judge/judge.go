@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -105,7 +107,7 @@ type Reference struct {
 
 // Input is everything the judge looks at.
 type Input struct {
-	Route   Evidence
+	Route   route.Evidence
 	Replies []measure.Reply // judged replies only; warm-ups are left out by the caller
 	Limits  Limits
 	// NoReplies says why there are no replies (never ready, exit status, ...),
@@ -121,7 +123,7 @@ type Input struct {
 	// Witness is what the serve's processes showed while it decoded, and
 	// its own account; nil (--witness off, a run made before them): the
 	// route rests on the log alone.
-	Witness *Witness
+	Witness *route.Witness
 	// Energy is what the runner's energy sensor said of the judged window;
 	// nil with --energy off.
 	Energy *Energy
@@ -172,7 +174,7 @@ func Judge(in Input) Verdict {
 		}
 	} else {
 		as = []Assertion{
-			judgeRouteWitnessed(in.Route, in.Witness),
+			judgeRoute(in.Route, in.Witness),
 			judgeRate(in.Replies, in.Limits),
 			judgeFirstToken(in.Replies, in.Limits),
 			judgeContent(in.Replies),
@@ -200,67 +202,11 @@ func Judge(in Input) Verdict {
 	return Verdict{Pass: pass, Assertions: as}
 }
 
-func judgeRoute(ev Evidence) Assertion {
-	a := Assertion{Name: Route}
-	// if, not switch: each condition is then a statement of its own, which
-	// mutation testing can reach.
-	if ev.Slow != nil && ev.Fast != nil {
-		a.Detail = fmt.Sprintf("the serve log names both routes; the slow route wins the doubt: %s, after %s",
-			quoteMatch(ev.Slow), quoteMatch(ev.Fast))
-	} else if ev.Slow != nil {
-		a.Detail = fmt.Sprintf("the serve log names the slow route: %s; this run is on the slow route", quoteMatch(ev.Slow))
-	} else if ev.Fast != nil {
-		a.OK = true
-		a.Detail = fmt.Sprintf("the serve log names the fast route: %s", quoteMatch(ev.Fast))
-	} else {
-		a.Detail = neither(ev)
-	}
-	if ev.LongLines > 0 {
-		a.Detail += fmt.Sprintf("; %d line(s) longer than %d KiB, the first at line %d, were read in windows overlapping by %d KiB",
-			ev.LongLines, MaxLine>>10, ev.FirstLongLine, Overlap>>10)
-	}
-	if ev.Dropped > 0 {
-		a.Detail += fmt.Sprintf("; %d bytes of the log were cut from serve.log before this reading (the run's own scan read them): evidence there was not seen", ev.Dropped)
-	}
-	return a
-}
-
-// quoteMatch is a matched line as the route detail quotes it.
-func quoteMatch(m *Match) string {
-	s := fmt.Sprintf("%s (line %d)", Quote(m.Text, lineQuote), m.Line)
-	if m.Line == 0 {
-		// Not a line of the log: the serve's own account (Account).
-		s = fmt.Sprintf("%s (the serve's own account, %s)", Quote(m.Text, lineQuote), m.Pattern)
-	}
-	if m.Why != "" {
-		s += ": " + m.Why
-	}
-	return s
-}
-
-// neither says what was looked for, how to make the serve print it when
-// that is known, and what the log does say about devices.
-func neither(ev Evidence) string {
-	d := fmt.Sprintf("the serve log names neither route (fast: %s; slow: %s): the evidence has to be there",
-		strings.Join(ev.FastPatterns, ", "), strings.Join(ev.SlowPatterns, ", "))
-	if ev.Hint != "" {
-		d += "; " + ev.Hint
-	}
-	if ev.Lines == 0 {
-		return d + "; the log is empty"
-	}
-	if len(ev.Devices) == 0 && ev.Lines > DeviceLines {
-		return d + fmt.Sprintf("; none of its first %d lines (of %d) mentions a device (CPU, GPU, NPU, device, backend, ...); later lines were not looked at",
-			DeviceLines, ev.Lines)
-	}
-	if len(ev.Devices) == 0 {
-		return d + fmt.Sprintf("; none of its %d lines mentions a device (CPU, GPU, NPU, device, backend, ...)", ev.Lines)
-	}
-	var quoted []string
-	for i := range ev.Devices {
-		quoted = append(quoted, fmt.Sprintf("%s (line %d)", Quote(ev.Devices[i].Text, deviceQuote), ev.Devices[i].Line))
-	}
-	return d + "; what it says about devices: " + strings.Join(quoted, ", ")
+// judgeRoute is the route assertion: the log's evidence with the witnesses
+// weighed (package route).
+func judgeRoute(ev route.Evidence, w *route.Witness) Assertion {
+	v := route.JudgeWitnessed(ev, w)
+	return Assertion{Name: Route, OK: v.OK, Detail: v.Detail}
 }
 
 // Disagree is how far the stream's rate and the serve's own may differ, as a
@@ -430,7 +376,7 @@ var emptyThink = regexp.MustCompile(`^\s*<think>\s*</think>`)
 // nothing is.
 func contentProblem(r *measure.Reply) string {
 	if r.Error != "" {
-		return "is an error: " + Quote(r.Error, errorQuote)
+		return "is an error: " + quote.Cut(r.Error, errorQuote)
 	}
 	content := strings.TrimSpace(emptyThink.ReplaceAllString(r.Content, ""))
 	if content == "" {
@@ -440,7 +386,7 @@ func contentProblem(r *measure.Reply) string {
 		return "has no content"
 	}
 	if oneRepeated(content) {
-		return "is one character repeated: " + Quote(content, contentQuote)
+		return "is one character repeated: " + quote.Cut(content, contentQuote)
 	}
 	if r.Expect != "" {
 		re, err := regexp.Compile(r.Expect)
@@ -448,7 +394,7 @@ func contentProblem(r *measure.Reply) string {
 			return fmt.Sprintf("has an expect pattern that does not compile: %v", err)
 		}
 		if !re.MatchString(content) {
-			return fmt.Sprintf("does not match %s: %s", strconv.Quote(r.Expect), Quote(content, contentQuote))
+			return fmt.Sprintf("does not match %s: %s", strconv.Quote(r.Expect), quote.Cut(content, contentQuote))
 		}
 	}
 	return ""
@@ -488,19 +434,6 @@ func Median(xs []float64) float64 {
 
 // Bounds for text quoted in details; the text is the serve's and untrusted.
 const (
-	lineQuote    = 200
-	deviceQuote  = 120
 	contentQuote = 60
 	errorQuote   = 200
 )
-
-// Quote quotes s as a Go string, cut to at most n runes with "..." after the
-// cut, so control characters and line breaks from the serve are visible and
-// harmless in every report.
-func Quote(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return strconv.Quote(s)
-	}
-	r := []rune(s)
-	return strconv.Quote(string(r[:n])) + "..."
-}

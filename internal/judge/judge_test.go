@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -41,9 +42,9 @@ const (
 	slowLine = "npu: no 16-row decode kernel for role ffn; using the per-op forward"
 )
 
-func evidence(t *testing.T, log string) Evidence {
+func evidence(t *testing.T, log string) route.Evidence {
 	t.Helper()
-	m, err := NewRouteMatcher(DefaultFastRoute, DefaultSlowRoute)
+	m, err := route.NewMatcher(route.DefaultFast, route.DefaultSlow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,12 +94,12 @@ func TestJudge(t *testing.T) {
 		{
 			name: "a log naming neither route", log: "loading model\nlistening on 127.0.0.1:8080", replies: fastRow,
 			want:     okay{false, true, true, true},
-			contains: []string{"names neither route (fast: " + NoteRule + ", on the private route; slow: per-op forward): the evidence has to be there"},
+			contains: []string{"names neither route (fast: " + route.NoteRule + ", on the private route; slow: per-op forward): the evidence has to be there"},
 		},
 		{
 			name: "an empty log", log: "", replies: fastRow,
 			want:  okay{false, true, true, true},
-			exact: []string{"the serve log names neither route (fast: " + NoteRule + ", on the private route; slow: per-op forward): the evidence has to be there; the log is empty"},
+			exact: []string{"the serve log names neither route (fast: " + route.NoteRule + ", on the private route; slow: per-op forward): the evidence has to be there; the log is empty"},
 		},
 		{
 			name: "a log naming both routes: the slow route wins", log: mixedLog, replies: fastRow,
@@ -446,81 +447,6 @@ func TestMedian(t *testing.T) {
 		}
 		if diff := cmp.Diff(in, tt.in); diff != "" {
 			t.Errorf("Median changed its input (-before +after):\n%s", diff)
-		}
-	}
-}
-
-func TestRouteMatcher(t *testing.T) {
-	t.Run("first match of each route is kept", func(t *testing.T) {
-		m, err := NewRouteMatcher([]string{`private route (\w+)`, `fast kernels`}, []string{`per-op`})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range []string{"a", "using fast kernels", "on the private route dx", "per-op forward", "per-op again"} {
-			m.Line([]byte(l))
-		}
-		want := Evidence{
-			FastPatterns: []string{`private route (\w+)`, `fast kernels`}, SlowPatterns: []string{`per-op`},
-			Fast:  &Match{Line: 2, Text: "using fast kernels", Pattern: "fast kernels"},
-			Slow:  &Match{Line: 4, Text: "per-op forward", Pattern: "per-op"},
-			Lines: 5,
-		}
-		if diff := cmp.Diff(want, m.Evidence()); diff != "" {
-			t.Errorf("Evidence() (-want +got):\n%s", diff)
-		}
-	})
-	t.Run("a long line is matched on its first MaxLine bytes, quoted around the match", func(t *testing.T) {
-		m, err := NewRouteMatcher([]string{`on the private route`}, []string{`per-op forward`})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Line([]byte(strings.Repeat("x", 1000) + "on the private route " + strings.Repeat("x", MaxLine)))
-		m.Line([]byte(strings.Repeat("y", MaxLine) + "per-op forward"))
-		ev := m.Evidence()
-		if ev.Fast == nil || !strings.HasPrefix(ev.Fast.Text, "...") || !strings.Contains(ev.Fast.Text, "on the private route") || len(ev.Fast.Text) > 3*excerptMax {
-			t.Errorf("Fast = %+v, want an excerpt around the match", ev.Fast)
-		}
-		if ev.Slow != nil {
-			t.Errorf("Slow matched text past MaxLine: line %d", ev.Slow.Line)
-		}
-	})
-	for _, tt := range []struct {
-		name       string
-		fast, slow []string
-		want       string
-	}{
-		{"invalid fast pattern", []string{`route (`}, []string{`x`}, `--fast-route "route (" is not a valid RE2 pattern`},
-		{"invalid slow pattern", []string{`x`}, []string{`a**`}, `--slow-route "a**" is not a valid RE2 pattern`},
-		{"no fast pattern", nil, []string{`x`}, `--fast-route: no pattern given`},
-		{"no slow pattern", []string{`x`}, nil, `--slow-route: no pattern given`},
-		{"empty pattern", []string{``}, []string{`x`}, `--fast-route: an empty pattern matches every line`},
-		{"empty slow pattern", []string{`x`}, []string{``}, `--slow-route: an empty pattern`},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewRouteMatcher(tt.fast, tt.slow)
-			// The flag's name once: an error begins with it.
-			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
-				t.Errorf("NewRouteMatcher(%q, %q) error = %v, want one beginning %q", tt.fast, tt.slow, err, tt.want)
-			}
-		})
-	}
-}
-
-func TestQuote(t *testing.T) {
-	tests := []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"Paris", 10, `"Paris"`},
-		{"::set-output name=x::y\n", 40, `"::set-output name=x::y\n"`},
-		{"abcdef", 3, `"abc"...`},
-		{"ééé", 3, `"ééé"`},
-		{"éééé", 3, `"ééé"...`},
-	}
-	for _, tt := range tests {
-		if got := Quote(tt.in, tt.n); got != tt.want {
-			t.Errorf("Quote(%q, %d) = %s, want %s", tt.in, tt.n, got, tt.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -154,7 +155,7 @@ func RoundOf(n int, replies []measure.Reply, single float64) Round {
 			continue
 		}
 		if r.Error != "" {
-			rd.Failed = fmt.Sprintf("stream %d failed: %s", i+1, Quote(r.Error, errorQuote))
+			rd.Failed = fmt.Sprintf("stream %d failed: %s", i+1, quote.Cut(r.Error, errorQuote))
 			continue
 		}
 		if !ok || r.LastMS == nil {
@@ -324,7 +325,7 @@ func judgeLoad(in Input) Assertion {
 	}
 	figures := fmt.Sprintf("each: %s; %s", each, p95Text(rounds))
 	if lr.Exit != "" {
-		failed = append(failed, Quote(lr.Exit, errorQuote))
+		failed = append(failed, quote.Cut(lr.Exit, errorQuote))
 	}
 	if len(failed) > 0 {
 		a.Detail = fmt.Sprintf("%d streams asked at once, and a request failed under load: %s (%s)", l.Streams, strings.Join(failed, "; "), figures)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -219,7 +220,7 @@ var batchLimits = LoadLimits{Streams: 4, Expect: LoadBatch, Efficiency: 0.5, Fir
 func loadInput(l LoadLimits, rounds ...[]measure.Reply) Input {
 	lim := limits
 	lim.Lead = 3
-	return Input{Route: Evidence{Fast: &Match{Text: "fast", Line: 1}}, Replies: single, Limits: lim, Load: &LoadRun{Limits: l, Rounds: rounds}}
+	return Input{Route: route.Evidence{Fast: &route.Match{Text: "fast", Line: 1}}, Replies: single, Limits: lim, Load: &LoadRun{Limits: l, Rounds: rounds}}
 }
 
 func loadRow(t *testing.T, in Input) Assertion {

@@ -3,6 +3,8 @@ package judge
 import (
 	"fmt"
 	"strings"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 )
 
 // Released is the assertion that the device was given back clean; it is
@@ -34,7 +36,7 @@ func judgeRelease(r Release) (Assertion, bool) {
 	if r.Survivors > 0 {
 		var left []string
 		for _, l := range r.Left {
-			left = append(left, Quote(l, 100))
+			left = append(left, quote.Cut(l, 100))
 		}
 		s := fmt.Sprintf("%d process(es) of the serve survived its stop", r.Survivors)
 		if len(left) > 0 {
@@ -43,7 +45,7 @@ func judgeRelease(r Release) (Assertion, bool) {
 		why = append(why, s+": the device is not free of this run, and the next run's figures on it are suspect")
 	}
 	if r.Lost != "" {
-		why = append(why, "the gate could not confirm that it held the device's ticket to the end ("+Quote(r.Lost, 300)+"): another run may have had the device while this one measured")
+		why = append(why, "the gate could not confirm that it held the device's ticket to the end ("+quote.Cut(r.Lost, 300)+"): another run may have had the device while this one measured")
 	}
 	if r.Stopped > 0 {
 		why = append(why, fmt.Sprintf("the serve's supervisor was found stopped (SIGSTOP) %d time(s) at the serve's stop, and continued: something the serve started stopped the process that holds the device and stops the serve", r.Stopped))

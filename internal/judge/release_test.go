@@ -3,10 +3,12 @@ package judge
 import (
 	"strings"
 	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 func TestJudgeRelease(t *testing.T) {
-	fast := Evidence{Fast: &Match{Text: "on the private route", Line: 1}}
+	fast := route.Evidence{Fast: &route.Match{Text: "on the private route", Line: 1}}
 	for _, tt := range []struct {
 		name string
 		r    Release

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -75,7 +76,7 @@ func exactRates(rates ...int) []measure.Reply {
 func TestBaseline(t *testing.T) {
 	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(0.10)}
 	base := &Baseline{File: "last-release/result.json", Rate: 100, FirstTokenMS: 300}
-	evidence := Evidence{Fast: &Match{Line: 1, Text: "on the private route dx"}}
+	evidence := route.Evidence{Fast: &route.Match{Line: 1, Text: "on the private route dx"}}
 	firsts := func(rs []measure.Reply, ms float64) []measure.Reply {
 		for i := range rs {
 			span := *rs[i].LastMS - *rs[i].FirstMS

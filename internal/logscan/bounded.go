@@ -12,9 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"golang.org/x/sys/unix"
-
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 )
 
 // DefaultLimit is how much of a serve's log is kept on disk.
@@ -206,7 +205,7 @@ type stream struct {
 // its lines until that line ends, up to MaxHeld bytes, past which they go
 // in between. Memory stays bounded whatever the serve prints.
 const (
-	MaxPart = judge.MaxLine
+	MaxPart = route.MaxLine
 	MaxHeld = 1 << 20
 )
 
@@ -220,7 +219,7 @@ type Captured struct {
 // the serve's stdout and stderr. The caller closes its own copies of them
 // once the serve has started, so the capture ends when the serve's last
 // process closes them.
-func NewCapture(path string, limit int64, m *judge.RouteMatcher) (c *Capture, stdout, stderr *os.File, err error) {
+func NewCapture(path string, limit int64, m *route.Matcher) (c *Capture, stdout, stderr *os.File, err error) {
 	file, err := CreateBounded(path, limit)
 	if err != nil {
 		return nil, nil, nil, err
@@ -229,7 +228,7 @@ func NewCapture(path string, limit int64, m *judge.RouteMatcher) (c *Capture, st
 }
 
 // NewCaptureIn is NewCapture of the file name in dir (CreateBoundedIn).
-func NewCaptureIn(dir *os.Root, name string, limit int64, m *judge.RouteMatcher) (c *Capture, stdout, stderr *os.File, err error) {
+func NewCaptureIn(dir *os.Root, name string, limit int64, m *route.Matcher) (c *Capture, stdout, stderr *os.File, err error) {
 	file, err := CreateBoundedIn(dir, name, limit)
 	if err != nil {
 		return nil, nil, nil, err
@@ -237,7 +236,7 @@ func NewCaptureIn(dir *os.Root, name string, limit int64, m *judge.RouteMatcher)
 	return newCapture(file, m)
 }
 
-func newCapture(file *Bounded, m *judge.RouteMatcher) (c *Capture, stdout, stderr *os.File, err error) {
+func newCapture(file *Bounded, m *route.Matcher) (c *Capture, stdout, stderr *os.File, err error) {
 	c = &Capture{scan: NewScanner(m), file: file}
 	var w [2]*os.File
 	for i := range c.streams {

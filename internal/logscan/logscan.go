@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 // TailLines is how many of the log's last lines a report keeps, and
@@ -23,7 +23,7 @@ const (
 
 // Result is what one pass over a log gives.
 type Result struct {
-	Route judge.Evidence
+	Route route.Evidence
 	// Tail is the last TailLines lines as the serve wrote them (escape
 	// sequences kept, for the report to show escaped), each cut to
 	// TailLineMax bytes.
@@ -55,13 +55,13 @@ const (
 //     them;
 //   - invisible format characters (Unicode Cf: U+200B, U+00AD, ...) are
 //     dropped;
-//   - a segment longer than judge.MaxLine is matched in windows of MaxLine
-//     bytes, each starting judge.Overlap bytes before the last one ended.
+//   - a segment longer than route.MaxLine is matched in windows of MaxLine
+//     bytes, each starting route.Overlap bytes before the last one ended.
 //
 // 8-bit C1 controls are not read as escapes: in UTF-8 text those bytes are
 // parts of characters.
 type Scanner struct {
-	m       *judge.RouteMatcher
+	m       *route.Matcher
 	state   int
 	line    int    // the line being read, 1-based
 	seg     []byte // the current segment's window
@@ -98,8 +98,8 @@ func (r *ring) all() []string {
 }
 
 // NewScanner reads a log for m.
-func NewScanner(m *judge.RouteMatcher) *Scanner {
-	return &Scanner{m: m, line: 1, start: true, seg: make([]byte, 0, judge.MaxLine)}
+func NewScanner(m *route.Matcher) *Scanner {
+	return &Scanner{m: m, line: 1, start: true, seg: make([]byte, 0, route.MaxLine)}
 }
 
 // class of each byte in the ground state: 0 text, 1 to be looked at.
@@ -289,7 +289,7 @@ func (s *Scanner) flushPart() {
 // shownText appends text to the segment, matching each full window.
 func (s *Scanner) shownText(p []byte) {
 	for len(p) > 0 {
-		room := judge.MaxLine - len(s.seg)
+		room := route.MaxLine - len(s.seg)
 		if room == 0 {
 			s.window()
 			continue
@@ -301,13 +301,13 @@ func (s *Scanner) shownText(p []byte) {
 }
 
 // window matches a full window of a long segment and keeps its last
-// judge.Overlap bytes to start the next one.
+// route.Overlap bytes to start the next one.
 func (s *Scanner) window() {
 	if s.start {
 		s.head = append(s.head[:0], s.seg[:TailLineMax]...)
 	}
 	s.m.Segment(s.line, s.seg, s.start, false)
-	n := copy(s.seg, s.seg[len(s.seg)-judge.Overlap:])
+	n := copy(s.seg, s.seg[len(s.seg)-route.Overlap:])
 	s.seg = s.seg[:n]
 	s.start = false
 }
@@ -347,7 +347,7 @@ func (s *Scanner) Result() Result {
 }
 
 // Scan reads r to its end.
-func Scan(r io.Reader, m *judge.RouteMatcher) (Result, error) {
+func Scan(r io.Reader, m *route.Matcher) (Result, error) {
 	s := NewScanner(m)
 	buf := make([]byte, 64<<10)
 	_, err := io.CopyBuffer(s, onlyReader{r}, buf)
@@ -358,7 +358,7 @@ func Scan(r io.Reader, m *judge.RouteMatcher) (Result, error) {
 type onlyReader struct{ io.Reader }
 
 // ScanFile is Scan of the file at path.
-func ScanFile(path string, m *judge.RouteMatcher) (Result, error) {
+func ScanFile(path string, m *route.Matcher) (Result, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Result{Route: m.Evidence()}, err

@@ -8,12 +8,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
-func matcher(t testing.TB) *judge.RouteMatcher {
-	m, err := judge.NewRouteMatcher(judge.DefaultFastRoute, judge.DefaultSlowRoute)
+func matcher(t testing.TB) *route.Matcher {
+	m, err := route.NewMatcher(route.DefaultFast, route.DefaultSlow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +88,7 @@ func TestTerminal(t *testing.T) {
 // long line, across a window's cut.
 func TestRouteAsShown(t *testing.T) {
 	bar := strings.Repeat("\rloading "+strings.Repeat("#", 50), 4000) // 240 KB of steps, no line feed
-	long := strings.Repeat("z", 3*judge.MaxLine+123)
+	long := strings.Repeat("z", 3*route.MaxLine+123)
 	tests := []struct {
 		name      string
 		log       string
@@ -100,7 +99,7 @@ func TestRouteAsShown(t *testing.T) {
 		{"colour inside the phrase", "ready on the private route dx\nno kernel; \x1b[33mper-op\x1b[0m \x1b[1mforward\x1b[0m\n", 2, true, 0},
 		{"after a long progress bar", "ready on the private route dx\n" + bar + "\rper-op forward\n", 2, true, 0},
 		{"past 64 KiB into a line", "ready on the private route dx\n" + long + " per-op forward\n", 2, true, 1},
-		{"across the cut of a window", "x" + strings.Repeat("y", judge.MaxLine-8) + "per-op forward" + strings.Repeat("y", 10) + "\n", 1, false, 1},
+		{"across the cut of a window", "x" + strings.Repeat("y", route.MaxLine-8) + "per-op forward" + strings.Repeat("y", 10) + "\n", 1, false, 1},
 		{"line numbers count line feeds, not carriage returns", "a\rb\rc\nper-op forward\n", 2, false, 0},
 	}
 	for _, tt := range tests {
@@ -123,11 +122,11 @@ func TestRouteAsShown(t *testing.T) {
 }
 
 func TestAnchoredPatternsAndWindows(t *testing.T) {
-	m, err := judge.NewRouteMatcher([]string{`^ready$`}, []string{`^slow`, `end$`})
+	m, err := route.NewMatcher([]string{`^ready$`}, []string{`^slow`, `end$`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	long := strings.Repeat("q", judge.MaxLine-2) + "slow" + strings.Repeat("q", 10) + "end" + strings.Repeat("q", judge.MaxLine)
+	long := strings.Repeat("q", route.MaxLine-2) + "slow" + strings.Repeat("q", 10) + "end" + strings.Repeat("q", route.MaxLine)
 	res, err := Scan(strings.NewReader(long+"\nready\n"), m)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +141,7 @@ func TestAnchoredPatternsAndWindows(t *testing.T) {
 
 func TestTailAndBytes(t *testing.T) {
 	var b strings.Builder
-	b.WriteString(strings.Repeat("x", judge.MaxLine+10) + "\n")
+	b.WriteString(strings.Repeat("x", route.MaxLine+10) + "\n")
 	for i := range 50 {
 		fmt.Fprintf(&b, "line %d\n", i)
 	}
@@ -168,7 +167,7 @@ func TestTailAndBytes(t *testing.T) {
 	if diff := cmp.Diff([]string{"\x1b[31mred\x1b[0m", "x\ry", "last"}, res.Tail); diff != "" {
 		t.Errorf("Tail as written (-want +got):\n%s", diff)
 	}
-	long := strings.Repeat("y", judge.MaxLine*2)
+	long := strings.Repeat("y", route.MaxLine*2)
 	res = scan(t, long+"\n")
 	if diff := cmp.Diff([]string{long[:TailLineMax]}, res.Tail); diff != "" {
 		t.Errorf("Tail of a long line (-want +got):\n%s", diff)

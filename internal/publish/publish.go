@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
@@ -396,7 +396,7 @@ func CheckText(res *report.Result) string {
 	}
 	if ev := res.Route; ev.Fast != nil || ev.Slow != nil {
 		b.WriteString("\n#### Route evidence\n\n")
-		for _, m := range []*judge.Match{ev.Fast, ev.Slow} {
+		for _, m := range []*route.Match{ev.Fast, ev.Slow} {
 			if m != nil {
 				fmt.Fprintf(&b, "- line %d matches %s: %s\n", m.Line, report.Cell(m.Pattern, 100), report.Cell(m.Text, 300))
 			}

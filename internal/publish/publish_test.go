@@ -19,6 +19,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -45,7 +46,7 @@ func result(t *testing.T, verdictPass bool) *report.Result {
 	for i := 1; i <= 3; i++ {
 		r.Replies = append(r.Replies, measure.Reply{N: i, Content: "Paris.", FirstMS: ptr(250.0), LastMS: ptr(250 + 127/rate*1000), CompletionTokens: ptr(128)})
 	}
-	m, _ := judge.NewRouteMatcher(judge.DefaultFastRoute, judge.DefaultSlowRoute)
+	m, _ := route.NewMatcher(route.DefaultFast, route.DefaultSlow)
 	if verdictPass {
 		m.Line([]byte("ready on the private route dx"))
 	} else {
@@ -569,14 +570,14 @@ func TestStep(t *testing.T) {
 func TestOutputsOfNothing(t *testing.T) {
 	res := result(t, true)
 	res.Replies = nil
-	res.Route = judge.Evidence{}
+	res.Route = route.Evidence{}
 	res.Judged(judge.Judge(res.Input()))
 	got := Outputs(res, "", 0)
 	if got["rate"] != "" || got["first-token-ms"] != "" || got["check-run-id"] != "" || got["route"] != "neither" || got["result"] != "fail" || got["result-json"] != "" || got["summary-md"] != "" {
 		t.Errorf("Outputs() of no replies = %v", got)
 	}
-	m := func(s string) *judge.Match { return &judge.Match{Text: s} }
-	for want, ev := range map[string]judge.Evidence{"both": {Fast: m("f"), Slow: m("s")}, "fast": {Fast: m("f")}, "slow": {Slow: m("s")}} {
+	m := func(s string) *route.Match { return &route.Match{Text: s} }
+	for want, ev := range map[string]route.Evidence{"both": {Fast: m("f"), Slow: m("s")}, "fast": {Fast: m("f")}, "slow": {Slow: m("s")}} {
 		if got := report.RouteName(ev); got != want {
 			t.Errorf("report.RouteName() = %s, want %s", got, want)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -21,7 +22,7 @@ import (
 func writeLargestRun(t testing.TB, dir, shape string) {
 	t.Helper()
 	res := Result{Schema: Schema, Verdict: Pass, Limits: judge.Limits{Floor: 60, FirstTokenMS: 600, RateSource: judge.RateServer, Lead: 3},
-		Route: judge.Evidence{FastPatterns: []string{"fast"}, SlowPatterns: []string{"slow"}},
+		Route: route.Evidence{FastPatterns: []string{"fast"}, SlowPatterns: []string{"slow"}},
 		Run:   RunFacts{CheckName: "npu serve smoke", MaxTokens: 2048, Thinking: "off"}}
 	if err := WriteJSON(filepath.Join(dir, ResultFile), &res); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -102,7 +103,7 @@ func TestAgreesText(t *testing.T) {
 func TestNotJudged(t *testing.T) {
 	r := sample()
 	r.Replies[0].FirstMS, r.Replies[1].FirstMS = ptr(5000.0), ptr(5000.0) // far past the limit
-	r.Route = judge.Evidence{}
+	r.Route = route.Evidence{}
 	r.Run.Kind = KindReference
 	r.Judged(judge.Judge(r.Input()))
 	if r.Verdict != Pass {

@@ -14,6 +14,8 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -515,7 +517,7 @@ func codeBlock(lines []string) string {
 
 // RouteName names what the log said of the route in one word: fast, slow,
 // both or neither (the step output, and a fleet row).
-func RouteName(ev judge.Evidence) string {
+func RouteName(ev route.Evidence) string {
 	switch {
 	case ev.Fast != nil && ev.Slow != nil:
 		return "both"
@@ -539,7 +541,7 @@ func ReferenceText(ref *Reference) string {
 
 // AgreesCell is the agreement of reply n for the replies table: "128/128",
 // "41/128 tie", the two tokens of a real disagreement, or why it was not
-// compared. Serve text is quoted (judge.Quote) and made a safe cell.
+// compared. Serve text is quoted (quote.Cut) and made a safe cell.
 func AgreesCell(as []agree.Reply, n int) string {
 	i := slices.IndexFunc(as, func(a agree.Reply) bool { return a.N == n })
 	if i < 0 {
@@ -565,7 +567,7 @@ func AgreesText(a agree.Reply) string {
 				s += fmt.Sprintf(" (gap %.2f)", *d.Gap)
 			}
 		} else {
-			s += fmt.Sprintf(", disagrees: the reference %s, this run %s", judge.Quote(d.Ref.Text, 20), judge.Quote(d.Run.Text, 20))
+			s += fmt.Sprintf(", disagrees: the reference %s, this run %s", quote.Cut(d.Ref.Text, 20), quote.Cut(d.Run.Text, 20))
 		}
 	}
 	if a.KL != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -31,7 +32,7 @@ func sample() *Result {
 		Serve:   ServeFacts{Argv: []string{"llama-server", "--port", "8080"}, Port: 8080, ReadyPath: "/health", ReadyMS: 3400, Exit: "exited with status 0", Signal: "TERM", StopMS: 120, LogBytes: 2048, LogTail: []string{"loading", "ready"}},
 		Hold:    HoldFacts{Mode: "builtin", Device: "npu", WaitedMS: 1200, HeldMS: 9000},
 	}
-	m, _ := judge.NewRouteMatcher(judge.DefaultFastRoute, judge.DefaultSlowRoute)
+	m, _ := route.NewMatcher(route.DefaultFast, route.DefaultSlow)
 	m.Line([]byte("ready on the private route dx"))
 	r.Route = m.Evidence()
 	r.Judged(judge.Judge(r.Input()))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -46,11 +47,11 @@ type Result struct {
 	Verdict    string            `json:"verdict"` // Pass, Fail or Cancelled
 	Limits     judge.Limits      `json:"limits"`
 	Assertions []judge.Assertion `json:"assertions"`
-	Route      judge.Evidence    `json:"route"`
+	Route      route.Evidence    `json:"route"`
 	// Witness is what the serve's processes showed of the route while it
 	// decoded, and its own account; none with --witness off, or in a run
 	// made before witnesses (judged on the log alone).
-	Witness   *judge.Witness  `json:"witness,omitempty"`
+	Witness   *route.Witness  `json:"witness,omitempty"`
 	Replies   []measure.Reply `json:"replies"`
 	Figures   []Figures       `json:"figures,omitempty"` // derived from Replies
 	Warmups   []measure.Reply `json:"warmups,omitempty"`

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 // Accounts a serve gives of its own placement.
@@ -29,7 +29,7 @@ const AccountWait = 10 * time.Second
 // of kind, about model. The answer is the serve's word, untrusted: read
 // within MaxAccount, and one that cannot be read names no route and says
 // why.
-func Ask(ctx context.Context, client *http.Client, base, kind, model string) *judge.Account {
+func Ask(ctx context.Context, client *http.Client, base, kind, model string) *route.Account {
 	switch kind {
 	case AccountOllama:
 		return ollamaPS(ctx, client, base, model)
@@ -43,8 +43,8 @@ func Ask(ctx context.Context, client *http.Client, base, kind, model string) *ju
 // ProcessModelResponse, v0.12.11): each loaded model's size and size_vram,
 // the bytes of it in device memory. All of it there is the fast route's
 // placement, part or none of it the slow route's.
-func ollamaPS(ctx context.Context, client *http.Client, base, model string) *judge.Account {
-	a := &judge.Account{Source: "GET /api/ps"}
+func ollamaPS(ctx context.Context, client *http.Client, base, model string) *route.Account {
+	a := &route.Account{Source: "GET /api/ps"}
 	b, ok := get(ctx, client, base+"/api/ps", a)
 	if !ok {
 		return a
@@ -82,18 +82,18 @@ func ollamaPS(ctx context.Context, client *http.Client, base, model string) *jud
 	case m.Size <= 0 || m.SizeVRAM < 0:
 		a.Why = "sizes that say nothing"
 	case m.SizeVRAM == 0:
-		a.Route, a.Why = judge.RouteSlow, "none of the model in device memory"
+		a.Route, a.Why = route.RouteSlow, "none of the model in device memory"
 	case m.SizeVRAM >= m.Size:
-		a.Route, a.Why = judge.RouteFast, "all of the model in device memory"
+		a.Route, a.Why = route.RouteFast, "all of the model in device memory"
 	default:
-		a.Route, a.Why = judge.RouteSlow, fmt.Sprintf("part of the model in device memory (%.0f%%)", 100*float64(m.SizeVRAM)/float64(m.Size))
+		a.Route, a.Why = route.RouteSlow, fmt.Sprintf("part of the model in device memory (%.0f%%)", 100*float64(m.SizeVRAM)/float64(m.Size))
 	}
 	return a
 }
 
 // get asks for url, and reads at most MaxAccount of the answer; false,
 // with a.Why (and the start of an answer in a.Text) set, when it cannot.
-func get(ctx context.Context, client *http.Client, url string, a *judge.Account) ([]byte, bool) {
+func get(ctx context.Context, client *http.Client, url string, a *route.Account) ([]byte, bool) {
 	ctx, cancel := context.WithTimeout(ctx, AccountWait)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -132,8 +132,8 @@ const vllmCPULabel = "cpu_kvcache_space_bytes"
 // eager mode or CUDA graphs is the log's to tell), and a vLLM whose
 // CacheConfig has no such field (newer versions) says nothing at all.
 // Nothing in the answer ever names the fast route.
-func vllmMetrics(ctx context.Context, client *http.Client, base string) *judge.Account {
-	a := &judge.Account{Source: "GET /metrics"}
+func vllmMetrics(ctx context.Context, client *http.Client, base string) *route.Account {
+	a := &route.Account{Source: "GET /metrics"}
 	b, ok := get(ctx, client, base+"/metrics", a)
 	if !ok {
 		return a
@@ -158,7 +158,7 @@ func vllmMetrics(ctx context.Context, client *http.Client, base string) *judge.A
 	a.Text = fmt.Sprintf("vllm:cache_config_info{%s=%q}", vllmCPULabel, val[:min(len(val), 100)])
 	n, err := strconv.ParseInt(val, 10, 64)
 	if err == nil && n > 0 {
-		a.Route, a.Why = judge.RouteSlow, "vLLM's CPU platform: it alone sets the CPU KV cache space"
+		a.Route, a.Why = route.RouteSlow, "vLLM's CPU platform: it alone sets the CPU KV cache space"
 		return a
 	}
 	a.Why = "names no platform: " + vllmCPULabel + " is set by vLLM's CPU platform alone, and is not set here"

@@ -8,8 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 func TestOllamaPS(t *testing.T) {
@@ -17,20 +16,20 @@ func TestOllamaPS(t *testing.T) {
 		name   string
 		status int
 		body   string
-		want   judge.Account
+		want   route.Account
 	}{
 		{"all on the device", 200, `{"models":[{"name":"other:latest","size":5,"size_vram":5},{"name":"tiny:latest","model":"tiny:latest","size":1000,"size_vram":1000}]}`,
-			judge.Account{Source: "GET /api/ps", Text: "tiny:latest: size 1000, size_vram 1000", Route: judge.RouteFast, Why: "all of the model in device memory"}},
+			route.Account{Source: "GET /api/ps", Text: "tiny:latest: size 1000, size_vram 1000", Route: route.RouteFast, Why: "all of the model in device memory"}},
 		{"none on the device", 200, `{"models":[{"name":"x","size":1000,"size_vram":0}]}`,
-			judge.Account{Source: "GET /api/ps", Text: "x: size 1000, size_vram 0", Route: judge.RouteSlow, Why: "none of the model in device memory"}},
+			route.Account{Source: "GET /api/ps", Text: "x: size 1000, size_vram 0", Route: route.RouteSlow, Why: "none of the model in device memory"}},
 		{"part on the device", 200, `{"models":[{"name":"tiny","size":1000,"size_vram":250}]}`,
-			judge.Account{Source: "GET /api/ps", Text: "tiny: size 1000, size_vram 250", Route: judge.RouteSlow, Why: "part of the model in device memory (25%)"}},
+			route.Account{Source: "GET /api/ps", Text: "tiny: size 1000, size_vram 250", Route: route.RouteSlow, Why: "part of the model in device memory (25%)"}},
 		{"sizes that say nothing", 200, `{"models":[{"name":"tiny","size":0,"size_vram":0}]}`,
-			judge.Account{Source: "GET /api/ps", Text: "tiny: size 0, size_vram 0", Why: "sizes that say nothing"}},
+			route.Account{Source: "GET /api/ps", Text: "tiny: size 0, size_vram 0", Why: "sizes that say nothing"}},
 		{"no such model among two", 200, `{"models":[{"name":"a","size":1,"size_vram":1},{"name":"b","size":1,"size_vram":1}]}`,
-			judge.Account{Source: "GET /api/ps", Why: `names no loaded model "tiny" (2 loaded)`}},
-		{"not JSON", 200, `<html>`, judge.Account{Source: "GET /api/ps", Text: "<html>", Why: "not read: invalid character '<' looking for beginning of value"}},
-		{"an error", 404, `404 page not found`, judge.Account{Source: "GET /api/ps", Text: "404 page not found", Why: "not read: HTTP 404"}},
+			route.Account{Source: "GET /api/ps", Why: `names no loaded model "tiny" (2 loaded)`}},
+		{"not JSON", 200, `<html>`, route.Account{Source: "GET /api/ps", Text: "<html>", Why: "not read: invalid character '<' looking for beginning of value"}},
+		{"an error", 404, `404 page not found`, route.Account{Source: "GET /api/ps", Text: "404 page not found", Why: "not read: HTTP 404"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,22 +71,22 @@ func TestVLLMMetrics(t *testing.T) {
 		name   string
 		status int
 		body   string
-		want   judge.Account
+		want   route.Account
 	}{
-		{"the CPU platform", 200, vllmInfo(`cpu_kvcache_space_bytes="4294967296",`), judge.Account{Source: "GET /metrics",
-			Text: `vllm:cache_config_info{cpu_kvcache_space_bytes="4294967296"}`, Route: judge.RouteSlow, Why: "vLLM's CPU platform: it alone sets the CPU KV cache space"}},
-		{"another platform", 200, vllmInfo(`cpu_kvcache_space_bytes="None",`), judge.Account{Source: "GET /metrics",
+		{"the CPU platform", 200, vllmInfo(`cpu_kvcache_space_bytes="4294967296",`), route.Account{Source: "GET /metrics",
+			Text: `vllm:cache_config_info{cpu_kvcache_space_bytes="4294967296"}`, Route: route.RouteSlow, Why: "vLLM's CPU platform: it alone sets the CPU KV cache space"}},
+		{"another platform", 200, vllmInfo(`cpu_kvcache_space_bytes="None",`), route.Account{Source: "GET /metrics",
 			Text: `vllm:cache_config_info{cpu_kvcache_space_bytes="None"}`, Why: "names no platform: cpu_kvcache_space_bytes is set by vLLM's CPU platform alone, and is not set here"}},
-		{"a zero", 200, vllmInfo(`cpu_kvcache_space_bytes="0",`), judge.Account{Source: "GET /metrics",
+		{"a zero", 200, vllmInfo(`cpu_kvcache_space_bytes="0",`), route.Account{Source: "GET /metrics",
 			Text: `vllm:cache_config_info{cpu_kvcache_space_bytes="0"}`, Why: "names no platform: cpu_kvcache_space_bytes is set by vLLM's CPU platform alone, and is not set here"}},
-		{"a version without the field", 200, vllmInfo(""), judge.Account{Source: "GET /metrics",
+		{"a version without the field", 200, vllmInfo(""), route.Account{Source: "GET /metrics",
 			Why: "names no platform: vllm:cache_config_info has no cpu_kvcache_space_bytes label (this vLLM's CacheConfig has no such field)"}},
-		{"a label whose value hides another", 200, vllmInfo(`x="a\",cpu_kvcache_space_bytes=\"5\\\\",`), judge.Account{Source: "GET /metrics",
+		{"a label whose value hides another", 200, vllmInfo(`x="a\",cpu_kvcache_space_bytes=\"5\\\\",`), route.Account{Source: "GET /metrics",
 			Why: "names no platform: vllm:cache_config_info has no cpu_kvcache_space_bytes label (this vLLM's CacheConfig has no such field)"}},
-		{"a value cut short", 200, `vllm:cache_config_info{cpu_kvcache_space_bytes="123`, judge.Account{Source: "GET /metrics",
+		{"a value cut short", 200, `vllm:cache_config_info{cpu_kvcache_space_bytes="123`, route.Account{Source: "GET /metrics",
 			Why: "names no platform: vllm:cache_config_info has no cpu_kvcache_space_bytes label (this vLLM's CacheConfig has no such field)"}},
-		{"no info", 200, "# HELP x\nx 1\n", judge.Account{Source: "GET /metrics", Why: "not read: no vllm:cache_config_info in its metrics"}},
-		{"no metrics", 404, `{"detail":"Not Found"}`, judge.Account{Source: "GET /metrics", Text: `{"detail":"Not Found"}`, Why: "not read: HTTP 404"}},
+		{"no info", 200, "# HELP x\nx 1\n", route.Account{Source: "GET /metrics", Why: "not read: no vllm:cache_config_info in its metrics"}},
+		{"no metrics", 404, `{"detail":"Not Found"}`, route.Account{Source: "GET /metrics", Text: `{"detail":"Not Found"}`, Why: "not read: HTTP 404"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,9 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/rogpeppe/go-internal/txtar"
-
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 )
 
 // npuSMIReader is a Reader of Ascend's classes whose npu-smi answers out
@@ -140,15 +139,15 @@ func TestNpuSMIAsked(t *testing.T) {
 		devices []string
 		pids    []int
 		asked   string
-		usage   []judge.Usage
+		usage   []route.Usage
 		none    []string
 	}{
-		{"Ascend's node held", []string{"/dev/davinci[0-9]*"}, []int{10}, "npu-smi info", []judge.Usage{{Source: "npu-smi", MemoryBytes: 3028 << 20}}, []string{noStats}},
+		{"Ascend's node held", []string{"/dev/davinci[0-9]*"}, []int{10}, "npu-smi info", []route.Usage{{Source: "npu-smi", MemoryBytes: 3028 << 20}}, []string{noStats}},
 		{"no node held", []string{"/dev/davinci[0-9]*"}, []int{11}, "", nil, nil},
-		{"another vendor's classes", []string{"/dev/dri/renderD*", "/dev/davinci3"}, []int{10}, "npu-smi info", []judge.Usage{{Source: "npu-smi", MemoryBytes: 3028 << 20}}, []string{noStats}},
+		{"another vendor's classes", []string{"/dev/dri/renderD*", "/dev/davinci3"}, []int{10}, "npu-smi info", []route.Usage{{Source: "npu-smi", MemoryBytes: 3028 << 20}}, []string{noStats}},
 		{"not Ascend's classes", []string{"/dev/dav*"}, []int{10}, "", nil, []string{noStats}},
 		{"another vendor's node held", []string{"/dev/nvidia[0-9]*", "/dev/davinci[0-9]*"}, []int{12}, "", nil, []string{noStats, nvidiaSMIAbsent}},
-		{"another vendor's node and Ascend's held", []string{"/dev/nvidia[0-9]*", "/dev/davinci[0-9]*"}, []int{10, 12}, "npu-smi info", []judge.Usage{{Source: "npu-smi", MemoryBytes: 3028 << 20}}, []string{noStats, nvidiaSMIAbsent}},
+		{"another vendor's node and Ascend's held", []string{"/dev/nvidia[0-9]*", "/dev/davinci[0-9]*"}, []int{10, 12}, "npu-smi info", []route.Usage{{Source: "npu-smi", MemoryBytes: 3028 << 20}}, []string{noStats, nvidiaSMIAbsent}},
 		{"a node of a class the user named", []string{"/dev/davinci[0-9]*", "/dev/null"}, []int{11}, "npu-smi info", nil, []string{noStats, "npu-smi: lists none of the serve's processes (1 listed)"}},
 	}
 	for _, tc := range tests {

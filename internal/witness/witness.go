@@ -38,7 +38,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 // Bounds of one sample.
@@ -553,8 +553,8 @@ func reason(err error) string {
 // Witness is the judge's record of a first and a last sample, taken
 // before and after the judged replies. binary says the preset's route is
 // the device or nothing.
-func (r *Reader) Witness(first, last Sample, binary bool) judge.Witness {
-	w := judge.Witness{Devices: r.Devices, Libraries: r.Libraries, Binary: binary, Processes: max(first.Processes, last.Processes)}
+func (r *Reader) Witness(first, last Sample, binary bool) route.Witness {
+	w := route.Witness{Devices: r.Devices, Libraries: r.Libraries, Binary: binary, Processes: max(first.Processes, last.Processes)}
 	w.Held = union(first.Held, last.Held)
 	w.Mapped = union(first.Mapped, last.Mapped)
 	w.Unread = union(first.Unread, last.Unread)
@@ -577,18 +577,18 @@ func (r *Reader) Witness(first, last Sample, binary bool) judge.Witness {
 			w.NoUsage = append(w.NoUsage, t.Name+": "+t.Why)
 			continue
 		}
-		w.Usage = append(w.Usage, judge.Usage{Source: t.Name, MemoryBytes: t.MemoryBytes})
+		w.Usage = append(w.Usage, route.Usage{Source: t.Name, MemoryBytes: t.MemoryBytes})
 	}
 	return w
 }
 
 // fdinfoUsage is the engine time the held descriptors' clients used
 // between the samples, and their memory at the last.
-func fdinfoUsage(first, last Sample, usage []judge.Usage, none []string) ([]judge.Usage, []string) {
+func fdinfoUsage(first, last Sample, usage []route.Usage, none []string) ([]route.Usage, []string) {
 	if len(last.Clients) == 0 {
 		return usage, append(none, "fdinfo: the held devices' descriptors have no DRM client usage stats (drm-engine-*, drm-resident-*, drm-total-*): the driver exports none")
 	}
-	u := judge.Usage{Source: "fdinfo"}
+	u := route.Usage{Source: "fdinfo"}
 	engines := false
 	for id, c := range last.Clients {
 		if c.Engines {

@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 // fakeProc lays out a process under root as /proc shows it: fds maps a
@@ -124,9 +123,9 @@ func TestWitnessOfTwoSamples(t *testing.T) {
 	last := r.Sample(context.Background(), []int{10})
 	last.At = first.At.Add(2100 * time.Millisecond)
 	got := r.Witness(first, last, true)
-	want := judge.Witness{Devices: r.Devices, Libraries: r.Libraries, Binary: true, Processes: 1,
+	want := route.Witness{Devices: r.Devices, Libraries: r.Libraries, Binary: true, Processes: 1,
 		Held:  []string{"/dev/accel/accel0"},
-		Usage: []judge.Usage{{Source: "fdinfo", EngineNS: 1_900_000_000, SpanNS: 2_100_000_000, MemoryBytes: 3 << 20}}}
+		Usage: []route.Usage{{Source: "fdinfo", EngineNS: 1_900_000_000, SpanNS: 2_100_000_000, MemoryBytes: 3 << 20}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Witness (-want +got):\n%s", diff)
 	}
@@ -160,11 +159,11 @@ func TestNvidiaSMI(t *testing.T) {
 		name  string
 		out   string
 		err   error
-		usage []judge.Usage
+		usage []route.Usage
 		none  []string
 	}{
-		{"the serve's pid listed", "10, 1024\n77, 5\n", nil, []judge.Usage{{Source: "nvidia-smi", MemoryBytes: 1024 << 20}}, nil},
-		{"not listed", "77, 5\ngarbage\n", nil, []judge.Usage{{Source: "nvidia-smi"}}, nil},
+		{"the serve's pid listed", "10, 1024\n77, 5\n", nil, []route.Usage{{Source: "nvidia-smi", MemoryBytes: 1024 << 20}}, nil},
+		{"not listed", "77, 5\ngarbage\n", nil, []route.Usage{{Source: "nvidia-smi"}}, nil},
 		{"not installed", "", exec.ErrNotFound, nil, []string{"nvidia-smi: not installed (not on PATH)"}},
 	}
 	for _, tc := range tests {

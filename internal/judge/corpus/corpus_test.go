@@ -15,6 +15,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
@@ -84,10 +85,10 @@ var corpusReplies = []measure.Reply{{N: 1}}
 
 // corpusVerdict judges a log as a run of its preset does: the preset's rules
 // on the log as the serve's output is read, then the route assertion.
-func corpusVerdict(t *testing.T, preset string, log []byte) (route string, a judge.Assertion) {
+func corpusVerdict(t *testing.T, preset string, log []byte) (named string, a judge.Assertion) {
 	t.Helper()
 	p := config.Presets[preset]
-	m, err := judge.NewRouteMatcher(p.FastRoute, p.SlowRoute)
+	m, err := route.NewMatcher(p.FastRoute, p.SlowRoute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestCorpus(t *testing.T) {
 	for _, c := range logs {
 		key := c.preset + "/" + c.name
 		seen[key] = true
-		route, a := corpusVerdict(t, c.preset, c.log)
+		named, a := corpusVerdict(t, c.preset, c.log)
 		tl := by[c.preset]
 		if tl == nil {
 			tl = &tally{}
@@ -127,7 +128,7 @@ func TestCorpus(t *testing.T) {
 		}
 		for _, x := range []*tally{tl, all} {
 			x.n++
-			if route == c.truth {
+			if named == c.truth {
 				x.agree++
 			}
 			if c.truth == "fast" && !a.OK {
@@ -139,10 +140,10 @@ func TestCorpus(t *testing.T) {
 		}
 		cause, known := corpusMisses[key]
 		switch {
-		case route != c.truth && !known:
-			t.Errorf("%s (%s): the gate names %s, the truth is %s: %s", key, c.source, route, c.truth, a.Detail)
-		case route == c.truth && known:
-			t.Errorf("%s (%s): listed as a known miss (%s), but the gate now names %s, its truth", key, c.source, cause, route)
+		case named != c.truth && !known:
+			t.Errorf("%s (%s): the gate names %s, the truth is %s: %s", key, c.source, named, c.truth, a.Detail)
+		case named == c.truth && known:
+			t.Errorf("%s (%s): listed as a known miss (%s), but the gate now names %s, its truth", key, c.source, cause, named)
 		}
 	}
 	for key := range corpusMisses {

@@ -1,4 +1,4 @@
-package judge
+package route
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 )
 
 // routeOf feeds log, line by line, to a matcher of the rules and judges it.
-func routeOf(t *testing.T, fast, slow []string, log string) (Evidence, Assertion) {
+func routeOf(t *testing.T, fast, slow []string, log string) (Evidence, Verdict) {
 	t.Helper()
-	m, err := NewRouteMatcher(fast, slow)
+	m, err := NewMatcher(fast, slow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func routeOf(t *testing.T, fast, slow []string, log string) (Evidence, Assertion
 		m.Line([]byte(line))
 	}
 	ev := m.Evidence()
-	return ev, judgeRoute(ev)
+	return ev, Judge(ev)
 }
 
 func TestRouteRules(t *testing.T) {
@@ -70,16 +70,16 @@ func TestRouteRules(t *testing.T) {
 		{"every count on a line is read", []string{CountPrefix + `(\d+) of (\d+) roles`}, []string{`never`},
 			"a: 4 of 4 roles; b: 2 of 4 roles; c: 4 of 4 roles",
 			false, `the serve log names both routes; the slow route wins the doubt: "a: 4 of 4 roles; b: 2 of 4 roles; c: 4 of 4 roles" (line 1): 2 of 4, not all, after "a: 4 of 4 roles; b: 2 of 4 roles; c: 4 of 4 roles" (line 1): 4 of 4`},
-		{"the note: all roles", DefaultFastRoute, DefaultSlowRoute,
+		{"the note: all roles", DefaultFast, DefaultSlow,
 			"npu: ready on the private route dx (4 of 4 roles have a 16-row decode kernel)",
 			true, `the serve log names the fast route: "npu: ready on the private route dx (4 of 4 roles have a 16-row decode kernel)" (line 1): 4 of 4`},
-		{"the note is preferred to the route's name", DefaultFastRoute, DefaultSlowRoute,
+		{"the note is preferred to the route's name", DefaultFast, DefaultSlow,
 			"npu: ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)",
 			false, `the serve log names both routes; the slow route wins the doubt: "npu: ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)" (line 1): 2 of 4, not all, after "npu: ready on the private route dx (2 of 4 role(s) have a 16-row decode kernel)" (line 1)`},
-		{"the note in the singular", DefaultFastRoute, DefaultSlowRoute,
+		{"the note in the singular", DefaultFast, DefaultSlow,
 			"npu: 1 of 1 role has a 16-row decode kernel",
 			true, `the serve log names the fast route: "npu: 1 of 1 role has a 16-row decode kernel" (line 1): 1 of 1`},
-		{"no note: the route's name", DefaultFastRoute, DefaultSlowRoute,
+		{"no note: the route's name", DefaultFast, DefaultSlow,
 			"npu: ready on the private route dx",
 			true, `the serve log names the fast route: "npu: ready on the private route dx" (line 1)`},
 		{"an unless-fast line after a plain slow one: the plain one is quoted", []string{`fast`}, []string{cpuOnly, `per-op`},
@@ -140,14 +140,14 @@ func TestRouteRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, a := routeOf(t, tt.fast, tt.slow, tt.log)
 			if a.OK != tt.ok || a.Detail != tt.detail {
-				t.Errorf("judgeRoute(%q) = %v %q,\nwant %v %q", tt.log, a.OK, a.Detail, tt.ok, tt.detail)
+				t.Errorf("Judge(%q) = %v %q,\nwant %v %q", tt.log, a.OK, a.Detail, tt.ok, tt.detail)
 			}
 		})
 	}
 }
 
 func TestRouteAnchorsAndWindows(t *testing.T) {
-	m, err := NewRouteMatcher([]string{`^start`, `\Atext`}, []string{`end$`, `done\z`})
+	m, err := NewMatcher([]string{`^start`, `\Atext`}, []string{`end$`, `done\z`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestRouteAnchorsAndWindows(t *testing.T) {
 }
 
 func TestDeviceLinesFromTheLogsStart(t *testing.T) {
-	m, err := NewRouteMatcher([]string{`fast`}, []string{`slow`})
+	m, err := NewMatcher([]string{`fast`}, []string{`slow`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestNeitherSays(t *testing.T) {
 		t.Errorf("neither detail = %q, want the device lines quoted", a.Detail)
 	}
 	ev.Hint = "add -lv 4 to --serve"
-	if a := judgeRoute(ev); !strings.Contains(a.Detail, "the evidence has to be there; add -lv 4 to --serve; what it says") {
+	if a := Judge(ev); !strings.Contains(a.Detail, "the evidence has to be there; add -lv 4 to --serve; what it says") {
 		t.Errorf("neither detail with a hint = %q", a.Detail)
 	}
 	_, a = routeOf(t, []string{`fast`}, []string{`slow`}, "loading\nlistening")
@@ -222,8 +222,8 @@ func TestNeitherSays(t *testing.T) {
 		{DeviceLines, fmt.Sprintf("; none of its %d lines mentions a device (CPU, GPU, NPU, device, backend, ...)", DeviceLines)},
 		{DeviceLines + 1, fmt.Sprintf("; none of its first %d lines (of %d) mentions a device (CPU, GPU, NPU, device, backend, ...); later lines were not looked at", DeviceLines, DeviceLines+1)},
 	} {
-		if a := judgeRoute(Evidence{Lines: tt.lines}); !strings.HasSuffix(a.Detail, tt.want) {
-			t.Errorf("judgeRoute(%d lines, no device) = %q, want it to end %q", tt.lines, a.Detail, tt.want)
+		if a := Judge(Evidence{Lines: tt.lines}); !strings.HasSuffix(a.Detail, tt.want) {
+			t.Errorf("Judge(%d lines, no device) = %q, want it to end %q", tt.lines, a.Detail, tt.want)
 		}
 	}
 	// A long device line is quoted around the word.
@@ -236,17 +236,17 @@ func TestNeitherSays(t *testing.T) {
 func TestRouteDetailNotes(t *testing.T) {
 	ev := Evidence{Fast: &Match{Line: 2, Text: "fast"}, LongLines: 3, FirstLongLine: 7, Dropped: 1234}
 	want := `the serve log names the fast route: "fast" (line 2); 3 line(s) longer than 64 KiB, the first at line 7, were read in windows overlapping by 4 KiB; 1234 bytes of the log were cut from serve.log before this reading (the run's own scan read them): evidence there was not seen`
-	if a := judgeRoute(ev); a.Detail != want || !a.OK {
-		t.Errorf("judgeRoute(%+v) = %q, want %q", ev, a.Detail, want)
+	if a := Judge(ev); a.Detail != want || !a.OK {
+		t.Errorf("Judge(%+v) = %q, want %q", ev, a.Detail, want)
 	}
 }
 
 func TestRuleErrors(t *testing.T) {
-	_, err := NewRouteMatcher(
+	_, err := NewMatcher(
 		[]string{`ok`, `route (`, CountPrefix + `(\d+) of \d+`, UnlessFastPrefix + `x`, CountPrefix + " ", HeavierPrefix + `(\d+)`},
 		[]string{`a**`, CountPrefix + `(\d+)/(\d+)`, HeavierPrefix + `host`})
 	if err == nil {
-		t.Fatal("NewRouteMatcher of bad rules: no error")
+		t.Fatal("NewMatcher of bad rules: no error")
 	}
 	for _, want := range []string{
 		`--fast-route "route (" is not a valid RE2 pattern`,
@@ -259,11 +259,11 @@ func TestRuleErrors(t *testing.T) {
 		`--slow-route "heavier: host": a heavier rule needs one group capturing a size, e.g. 'heavier: CPU model buffer size = +([0-9.]+) MiB'; it has 0`,
 	} {
 		if !strings.Contains(err.Error(), want) {
-			t.Errorf("NewRouteMatcher error =\n%v\nwant it to hold %q", err, want)
+			t.Errorf("NewMatcher error =\n%v\nwant it to hold %q", err, want)
 		}
 	}
 	if strings.Count(err.Error(), "\n") != 7 {
-		t.Errorf("NewRouteMatcher error lists %d problems, want 8:\n%v", strings.Count(err.Error(), "\n")+1, err)
+		t.Errorf("NewMatcher error lists %d problems, want 8:\n%v", strings.Count(err.Error(), "\n")+1, err)
 	}
 }
 
@@ -297,7 +297,7 @@ func TestExcerpt(t *testing.T) {
 }
 
 func TestEvidenceKeepsNoWeakMatchBesideAFastOne(t *testing.T) {
-	m, err := NewRouteMatcher([]string{`fast`}, []string{UnlessFastPrefix + `cpu`})
+	m, err := NewMatcher([]string{`fast`}, []string{UnlessFastPrefix + `cpu`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestLowerAndDeviceWord(t *testing.T) {
 			t.Errorf("lower[%q] = %q, want %q", rune(i), lower[i], want)
 		}
 	}
-	m := &RouteMatcher{}
+	m := &Matcher{}
 	for text, want := range map[string]int{"CPU only": 0, "on the ASCEND card": 7, "gpu and cpu": 8, "nothing here": -1, "x Offload": 2} {
 		at, ok := m.deviceWord([]byte(text))
 		if !ok {
@@ -355,6 +355,62 @@ func TestCountAfterAPlainFastRule(t *testing.T) {
 	_, a := routeOf(t, []string{`ready`, CountPrefix + `(\d+)/(\d+)`}, []string{`never`}, "ready\nloaded 1/3\nloaded 2/3")
 	want := `the serve log names both routes; the slow route wins the doubt: "loaded 1/3" (line 2): 1 of 3, not all, after "ready" (line 1)`
 	if a.Detail != want {
-		t.Errorf("judgeRoute() = %q, want %q", a.Detail, want)
+		t.Errorf("Judge() = %q, want %q", a.Detail, want)
+	}
+}
+
+func TestMatcher(t *testing.T) {
+	t.Run("first match of each route is kept", func(t *testing.T) {
+		m, err := NewMatcher([]string{`private route (\w+)`, `fast kernels`}, []string{`per-op`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []string{"a", "using fast kernels", "on the private route dx", "per-op forward", "per-op again"} {
+			m.Line([]byte(l))
+		}
+		want := Evidence{
+			FastPatterns: []string{`private route (\w+)`, `fast kernels`}, SlowPatterns: []string{`per-op`},
+			Fast:  &Match{Line: 2, Text: "using fast kernels", Pattern: "fast kernels"},
+			Slow:  &Match{Line: 4, Text: "per-op forward", Pattern: "per-op"},
+			Lines: 5,
+		}
+		if diff := cmp.Diff(want, m.Evidence()); diff != "" {
+			t.Errorf("Evidence() (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a long line is matched on its first MaxLine bytes, quoted around the match", func(t *testing.T) {
+		m, err := NewMatcher([]string{`on the private route`}, []string{`per-op forward`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Line([]byte(strings.Repeat("x", 1000) + "on the private route " + strings.Repeat("x", MaxLine)))
+		m.Line([]byte(strings.Repeat("y", MaxLine) + "per-op forward"))
+		ev := m.Evidence()
+		if ev.Fast == nil || !strings.HasPrefix(ev.Fast.Text, "...") || !strings.Contains(ev.Fast.Text, "on the private route") || len(ev.Fast.Text) > 3*excerptMax {
+			t.Errorf("Fast = %+v, want an excerpt around the match", ev.Fast)
+		}
+		if ev.Slow != nil {
+			t.Errorf("Slow matched text past MaxLine: line %d", ev.Slow.Line)
+		}
+	})
+	for _, tt := range []struct {
+		name       string
+		fast, slow []string
+		want       string
+	}{
+		{"invalid fast pattern", []string{`route (`}, []string{`x`}, `--fast-route "route (" is not a valid RE2 pattern`},
+		{"invalid slow pattern", []string{`x`}, []string{`a**`}, `--slow-route "a**" is not a valid RE2 pattern`},
+		{"no fast pattern", nil, []string{`x`}, `--fast-route: no pattern given`},
+		{"no slow pattern", []string{`x`}, nil, `--slow-route: no pattern given`},
+		{"empty pattern", []string{``}, []string{`x`}, `--fast-route: an empty pattern matches every line`},
+		{"empty slow pattern", []string{`x`}, []string{``}, `--slow-route: an empty pattern`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewMatcher(tt.fast, tt.slow)
+			// The flag's name once: an error begins with it.
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("NewMatcher(%q, %q) error = %v, want one beginning %q", tt.fast, tt.slow, err, tt.want)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package judge
+package route
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ import (
 // one quoted, and a count short of the total is the slow route even on a
 // line that names the private route.
 var (
-	DefaultFastRoute = []string{NoteRule, `on the private route`}
-	DefaultSlowRoute = []string{`per-op forward`}
+	DefaultFast = []string{NoteRule, `on the private route`}
+	DefaultSlow = []string{`per-op forward`}
 )
 
 // NoteRule is the reference serve's note: how many of its roles have a
@@ -132,9 +132,9 @@ type rule struct {
 	must []byte
 }
 
-// RouteMatcher finds route evidence in a log fed to it line by line. It holds
+// Matcher finds route evidence in a log fed to it line by line. It holds
 // only the first match of each route, so it can read a log of any size.
-type RouteMatcher struct {
+type Matcher struct {
 	fast, slow []rule
 	ev         Evidence
 	cur        modelLoad // the model load being read
@@ -142,11 +142,11 @@ type RouteMatcher struct {
 	lastLong   int
 }
 
-// NewRouteMatcher compiles the fast and slow route rules: RE2 patterns, or
+// NewMatcher compiles the fast and slow route rules: RE2 patterns, or
 // a kind and a pattern ("count: offloaded (\d+)/(\d+) layers"). Each list
 // needs at least one. Every problem is reported, not only the first.
-func NewRouteMatcher(fast, slow []string) (*RouteMatcher, error) {
-	m := &RouteMatcher{ev: Evidence{FastPatterns: fast, SlowPatterns: slow}}
+func NewMatcher(fast, slow []string) (*Matcher, error) {
+	m := &Matcher{ev: Evidence{FastPatterns: fast, SlowPatterns: slow}}
 	var errFast, errSlow error
 	m.fast, errFast = compileAll("--fast-route", true, fast)
 	m.slow, errSlow = compileAll("--slow-route", false, slow)
@@ -312,7 +312,7 @@ func anchors(expr string) (begin, end bool) {
 // Line feeds the next whole log line (without its line break). A line
 // longer than MaxLine is matched on its first MaxLine bytes; a stream of any
 // length is fed with Segment. Line keeps no reference to text.
-func (m *RouteMatcher) Line(text []byte) {
+func (m *Matcher) Line(text []byte) {
 	m.Segment(m.ev.Lines+1, text[:min(len(text), MaxLine)], true, len(text) <= MaxLine)
 }
 
@@ -321,7 +321,7 @@ func (m *RouteMatcher) Line(text []byte) {
 // starts a line (or follows a carriage return), end that it ends one. Parts
 // of a long line are fed in overlapping windows. Segment keeps no reference
 // to text.
-func (m *RouteMatcher) Segment(line int, text []byte, start, end bool) {
+func (m *Matcher) Segment(line int, text []byte, start, end bool) {
 	m.ev.Lines = max(m.ev.Lines, line)
 	if !start && m.lastLong != line {
 		m.lastLong = line
@@ -347,7 +347,7 @@ func (m *RouteMatcher) Segment(line int, text []byte, start, end bool) {
 
 // deviceWord finds a device word in text, in any case (the first of
 // deviceWords that is there): where it starts, and whether there is one.
-func (m *RouteMatcher) deviceWord(text []byte) (at int, ok bool) {
+func (m *Matcher) deviceWord(text []byte) (at int, ok bool) {
 	m.lower = m.lower[:0]
 	for _, c := range text {
 		m.lower = append(m.lower, lower[c])
@@ -373,7 +373,7 @@ var lower = func() (t [256]byte) {
 
 // feed matches one rule of the fast or slow list on one window and records
 // what it names.
-func (m *RouteMatcher) feed(r *rule, fast bool, line int, text []byte, start, end bool) {
+func (m *Matcher) feed(r *rule, fast bool, line int, text []byte, start, end bool) {
 	if r.begin && !start || r.end && !end {
 		return
 	}
@@ -460,7 +460,7 @@ func number(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 // them, the counted one first. All counted is the fast route; fewer, more
 // than the total, nothing at all (0 of 0), or numbers that do not read
 // (beyond 64 bits, digits of another script) are the slow route.
-func (m *RouteMatcher) counted(r *rule, line int, text []byte, loc []int) {
+func (m *Matcher) counted(r *rule, line int, text []byte, loc []int) {
 	found := &Match{Line: line, Text: excerpt(text, loc[0], loc[1]), Pattern: r.src}
 	a, b := string(text[loc[2]:loc[3]]), string(text[loc[4]:loc[5]])
 	if r.totalFirst {
@@ -489,14 +489,14 @@ func (m *RouteMatcher) counted(r *rule, line int, text []byte, loc []int) {
 }
 
 // setFast and setSlow keep the first line that names each route.
-func (m *RouteMatcher) setFast(found *Match) {
+func (m *Matcher) setFast(found *Match) {
 	m.cur.fast = true
 	if m.ev.Fast == nil {
 		m.ev.Fast = found
 	}
 }
 
-func (m *RouteMatcher) setSlow(found *Match) {
+func (m *Matcher) setSlow(found *Match) {
 	if m.ev.Slow == nil {
 		m.ev.Slow = found
 	}
@@ -504,7 +504,7 @@ func (m *RouteMatcher) setSlow(found *Match) {
 
 // Evidence is what the lines fed so far say, the model load being read
 // decided as it stands.
-func (m *RouteMatcher) Evidence() Evidence {
+func (m *Matcher) Evidence() Evidence {
 	ev := m.ev
 	cur := m.cur
 	cur.decide(&ev)

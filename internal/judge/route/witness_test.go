@@ -1,7 +1,14 @@
-package judge
+package route
 
 import (
 	"testing"
+)
+
+// The reference serve's lines for its two routes, as DefaultFast and
+// DefaultSlow name them.
+const (
+	fastLine = "npu: Qwen3-0.6B ready on the private route dx (4 of 4 roles)"
+	slowLine = "npu: no 16-row decode kernel for role ffn; using the per-op forward"
 )
 
 // npuWitness is a witness of a serve that named the NPU's classes; f
@@ -124,23 +131,10 @@ func TestRouteWitnessed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := judgeRouteWitnessed(tc.ev, tc.w)
-			if got.Name != Route || got.OK != tc.ok || got.Detail != tc.detail {
-				t.Errorf("judgeRouteWitnessed = %+v\nwant ok %v, detail\n%s", got, tc.ok, tc.detail)
+			got := JudgeWitnessed(tc.ev, tc.w)
+			if got.OK != tc.ok || got.Detail != tc.detail {
+				t.Errorf("JudgeWitnessed = %+v\nwant ok %v, detail\n%s", got, tc.ok, tc.detail)
 			}
 		})
-	}
-}
-
-// TestJudgeWeighsWitness: Judge takes the witness from its input.
-func TestJudgeWeighsWitness(t *testing.T) {
-	in := Input{Route: Evidence{Fast: &Match{Line: 1, Text: fastLine}}, Replies: replies([]float64{90, 90, 90}, []float64{200, 200, 200}), Limits: limits}
-	if v := Judge(in); !v.Pass {
-		t.Fatalf("Judge without a witness = %+v, want a pass", v)
-	}
-	in.Witness = npuWitness(nil)
-	v := Judge(in)
-	if v.Pass || v.Assertions[0].OK {
-		t.Errorf("Judge with a witness of no device = %+v, want the route failed", v)
 	}
 }

@@ -1,8 +1,10 @@
-package judge
+package route
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 )
 
 // Witness is what the serve's own processes showed while the judged replies
@@ -100,15 +102,15 @@ const (
 // maxListed is how many held nodes or mapped libraries a detail names.
 const maxListed = 4
 
-// judgeRouteWitnessed is the route assertion with the witnesses weighed:
+// JudgeWitnessed is the route assertion with the witnesses weighed:
 // the log alone when there are none (--witness off, or a run made before
 // them).
-func judgeRouteWitnessed(ev Evidence, w *Witness) Assertion {
+func JudgeWitnessed(ev Evidence, w *Witness) Verdict {
 	if w == nil {
-		return judgeRoute(ev)
+		return Judge(ev)
 	}
 	ev = w.Account.fold(ev)
-	return w.weigh(judgeRoute(ev), ev)
+	return w.weigh(Judge(ev), ev)
 }
 
 // fold puts the serve's account among the log's matches, as a line of its
@@ -128,7 +130,7 @@ func (a *Account) fold(ev Evidence) Evidence {
 }
 
 // weigh weighs the witnesses against the route the log named (a).
-func (w *Witness) weigh(a Assertion, ev Evidence) Assertion {
+func (w *Witness) weigh(a Verdict, ev Evidence) Verdict {
 	if w.NotRead != "" {
 		a.Detail += "; witnesses: not witnessed (" + w.NotRead + "): the verdict rests on the log"
 		return a
@@ -228,7 +230,7 @@ func listed(xs []string) string {
 			q = append(q, fmt.Sprintf("%d more", len(xs)-maxListed))
 			break
 		}
-		q = append(q, Quote(x, deviceQuote))
+		q = append(q, quote.Cut(x, deviceQuote))
 	}
 	return strings.Join(q, ", ")
 }
