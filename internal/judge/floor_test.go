@@ -3,8 +3,6 @@ package judge
 import (
 	"strings"
 	"testing"
-
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 // The floor's reason: said when the rate fails, and always for a floor
@@ -29,20 +27,5 @@ func TestFloorWhy(t *testing.T) {
 		if got := strings.HasSuffix(a.Detail, "; the floor: why 60"); got != tt.wantWhy {
 			t.Errorf("%s: judgeRate() = %q, want the reason %v", tt.name, a.Detail, tt.wantWhy)
 		}
-	}
-}
-
-func TestLineOfExactlyMaxLine(t *testing.T) {
-	m, err := route.NewMatcher([]string{`fast`}, []string{`end$`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Line([]byte(strings.Repeat("x", route.MaxLine-2) + "end")) // MaxLine+1: cut, so not its end
-	if ev := m.Evidence(); ev.Slow != nil {
-		t.Errorf("a line cut at MaxLine matched an end anchor: %+v", ev.Slow)
-	}
-	m.Line([]byte(strings.Repeat("x", route.MaxLine-3) + "end")) // exactly MaxLine: whole
-	if ev := m.Evidence(); ev.Slow == nil || ev.Slow.Line != 2 {
-		t.Errorf("a line of exactly MaxLine: Slow = %+v, want line 2", ev.Slow)
 	}
 }

@@ -213,6 +213,10 @@ func TestNeitherSays(t *testing.T) {
 	if want := "; none of its 2 lines mentions a device (CPU, GPU, NPU, device, backend, ...)"; !strings.HasSuffix(a.Detail, want) {
 		t.Errorf("neither detail = %q, want it to end %q", a.Detail, want)
 	}
+	// An empty log: said, with what was looked for.
+	if a := Judge(Evidence{FastPatterns: []string{`fast`}, SlowPatterns: []string{`slow`}}); a.OK || a.Detail != "the serve log names neither route (fast: fast; slow: slow): the evidence has to be there; the log is empty" {
+		t.Errorf("Judge(an empty log) = %+v", a)
+	}
 	// Device lines are looked for in the first DeviceLines lines: past
 	// them, the detail says so.
 	for _, tt := range []struct {
@@ -412,5 +416,22 @@ func TestMatcher(t *testing.T) {
 				t.Errorf("NewMatcher(%q, %q) error = %v, want one beginning %q", tt.fast, tt.slow, err, tt.want)
 			}
 		})
+	}
+}
+
+// A line of exactly MaxLine bytes is whole: its end anchors match; one
+// byte more, it is cut, and they do not.
+func TestLineOfExactlyMaxLine(t *testing.T) {
+	m, err := NewMatcher([]string{`fast`}, []string{`end$`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Line([]byte(strings.Repeat("x", MaxLine-2) + "end")) // MaxLine+1: cut, so not its end
+	if ev := m.Evidence(); ev.Slow != nil {
+		t.Errorf("a line cut at MaxLine matched an end anchor: %+v", ev.Slow)
+	}
+	m.Line([]byte(strings.Repeat("x", MaxLine-3) + "end")) // exactly MaxLine: whole
+	if ev := m.Evidence(); ev.Slow == nil || ev.Slow.Line != 2 {
+		t.Errorf("a line of exactly MaxLine: Slow = %+v, want line 2", ev.Slow)
 	}
 }
