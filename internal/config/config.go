@@ -216,9 +216,12 @@ type Plan struct {
 	Executable  string   // the serve's executable as found
 	Prompts     []prompts.Prompt
 	HealthPaths []string
-	HoldCommand string          // for --hold command:NAME, NAME as found
-	RouteHint   string          // how to make the serve print its route evidence, when it hides it
-	Baseline    *judge.Baseline // the baseline's medians, when there is one
+	HoldCommand string // for --hold command:NAME, NAME as found
+	// Rules are --fast-route and --slow-route, compiled when they were
+	// checked: the serve's log is read with them.
+	Rules     *route.Rules    `json:"-"`
+	RouteHint string          // how to make the serve print its route evidence, when it hides it
+	Baseline  *judge.Baseline // the baseline's medians, when there is one
 	// Reference is the trusted route's replies to the prompts this run can
 	// ask, checked against this run's settings, when there is one.
 	Reference *report.Reference
@@ -345,8 +348,10 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.TopLogprobs < 0 || c.TopLogprobs > probe.MaxTopLogprobs {
 		bad("--top-logprobs %d: pass 0 (ask for no logprobs) to %d, the most serves allow", c.TopLogprobs, probe.MaxTopLogprobs)
 	}
-	if err := c.CheckLimits(); err != nil {
+	if rules, err := c.checkLimits(flagName); err != nil {
 		errs = append(errs, err)
+	} else {
+		p.Rules = rules
 	}
 	if _, fromGitHub, err := history.Spec(c.Baseline); err != nil {
 		errs = append(errs, err)
@@ -460,13 +465,22 @@ func CheckPRNumber(n int) error {
 // CheckLimits checks what the judge uses: the floor, the first-token limit,
 // the rate source and the route patterns, every bad pattern at once.
 func (c *Config) CheckLimits() error {
-	return c.CheckLimitsFrom(func(flag string) string { return "--" + flag })
+	return c.CheckLimitsFrom(flagName)
 }
+
+// flagName is a setting named by its flag.
+func flagName(flag string) string { return "--" + flag }
 
 // CheckLimitsFrom is CheckLimits with each limit named by name(flag):
 // `judge DIR` names a limit read from result.json by its field there, not by
 // a flag that was not given.
 func (c *Config) CheckLimitsFrom(name func(flag string) string) error {
+	_, err := c.checkLimits(name)
+	return err
+}
+
+// checkLimits is CheckLimitsFrom, giving the route rules it compiled.
+func (c *Config) checkLimits(name func(flag string) string) (*route.Rules, error) {
 	var errs []error
 	if !(c.Floor > 0) || math.IsInf(c.Floor, 0) {
 		errs = append(errs, fmt.Errorf("%s %v: pass a positive number of tokens per second", name("floor"), c.Floor))
@@ -495,25 +509,12 @@ func (c *Config) CheckLimitsFrom(name func(flag string) string) error {
 	if c.Lead < 1 || c.Lead > report.MaxReplies {
 		errs = append(errs, fmt.Errorf("%s %d: pass 1 to %d; %d, the default, is Wald's test at alpha %g (docs/measuring.md)", name("lead"), c.Lead, report.MaxReplies, judge.DefaultLead, judge.Alpha))
 	}
-	errs = append(errs, checkPatterns(name("fast-route"), true, c.FastRoute)...)
-	errs = append(errs, checkPatterns(name("slow-route"), false, c.SlowRoute)...)
-	return errors.Join(errs...)
-}
-
-// checkPatterns gives a problem for each route rule of the fast (or slow)
-// list the judge would refuse, so all of them are fixed in one go: RE2
-// patterns, and count: and unless-fast: rules (docs/presets.md).
-func checkPatterns(name string, fast bool, patterns []string) []error {
-	if len(patterns) == 0 {
-		return []error{fmt.Errorf("%s: no pattern given; pass at least one RE2 pattern", name)}
-	}
-	var errs []error
-	for _, p := range patterns {
-		if err := route.CheckRule(name, fast, p); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
+	// Every route rule the judge would refuse is a problem, so all of them
+	// are fixed in one go: RE2 patterns, and count:, unless-fast:, heavier:
+	// and load: rules (docs/presets.md).
+	rules, err := route.Compile(name("fast-route"), name("slow-route"), c.FastRoute, c.SlowRoute)
+	errs = append(errs, err)
+	return rules, errors.Join(errs...)
 }
 
 // LoadBaseline reads an earlier run's result.json and gives its medians,

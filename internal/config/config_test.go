@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 )
@@ -58,6 +60,15 @@ func TestCheckGood(t *testing.T) {
 	}
 	if fi, err := os.Stat(c.Out); err != nil || !fi.IsDir() {
 		t.Errorf("Check() did not create --out: %v", err)
+	}
+	// The route rules, compiled once, here: the gate reads the log with them.
+	if p.Rules == nil {
+		t.Fatal("Check() gave no compiled route rules")
+	}
+	m := p.Rules.Matcher()
+	m.Line([]byte(route.DefaultSlow[0]))
+	if ev := m.Evidence(); ev.Slow == nil || !slices.Equal(ev.FastPatterns, c.FastRoute) || !slices.Equal(ev.SlowPatterns, c.SlowRoute) {
+		t.Errorf("the plan's rules read %q as %+v; want the slow route, by the settings' patterns", route.DefaultSlow[0], ev)
 	}
 	if l := c.Limits(); l.Floor != 60 || l.FirstTokenMS != 600 || l.RateSource != "client" {
 		t.Errorf("Limits() = %+v", l)

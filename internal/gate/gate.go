@@ -153,10 +153,16 @@ func (g *Gate) Run(ctx context.Context) (*report.Result, error) {
 
 	// The route is read on the serve's output as it is written, before
 	// serve.log is cut to its limit.
-	m, err := route.NewMatcher(p.FastRoute, p.SlowRoute)
-	if err != nil {
-		return nil, &SetupError{err}
+	// config.Check compiled the rules; a plan made otherwise has them
+	// compiled here.
+	rules := p.Rules
+	if rules == nil {
+		var err error
+		if rules, err = route.Compile("--fast-route", "--slow-route", p.FastRoute, p.SlowRoute); err != nil {
+			return nil, &SetupError{err}
+		}
 	}
+	m := rules.Matcher()
 	res.Route = m.Evidence()
 	if err := g.measure(ctx, res, out, m); err != nil {
 		return nil, err

@@ -142,18 +142,43 @@ type Matcher struct {
 	lastLong   int
 }
 
-// NewMatcher compiles the fast and slow route rules: RE2 patterns, or
-// a kind and a pattern ("count: offloaded (\d+)/(\d+) layers"). Each list
-// needs at least one. Every problem is reported, not only the first.
-func NewMatcher(fast, slow []string) (*Matcher, error) {
-	m := &Matcher{ev: Evidence{FastPatterns: fast, SlowPatterns: slow}}
+// Rules are the fast and slow route rules, compiled. Reading a log changes
+// nothing in them, so the rules a run's settings were checked with are the
+// ones its log is read with: compiled once.
+type Rules struct {
+	fastSrc, slowSrc []string
+	fast, slow       []rule
+}
+
+// Compile compiles the fast and slow route rules: RE2 patterns, or a kind
+// and a pattern ("count: offloaded (\d+)/(\d+) layers"). Each list needs
+// at least one. fastName and slowName say where the lists came from
+// (--fast-route, an action's input, a field of a result.json), for the
+// messages. Every problem is reported, not only the first.
+func Compile(fastName, slowName string, fast, slow []string) (*Rules, error) {
+	r := &Rules{fastSrc: fast, slowSrc: slow}
 	var errFast, errSlow error
-	m.fast, errFast = compileAll("--fast-route", true, fast)
-	m.slow, errSlow = compileAll("--slow-route", false, slow)
+	r.fast, errFast = compileAll(fastName, true, fast)
+	r.slow, errSlow = compileAll(slowName, false, slow)
 	if err := errors.Join(errFast, errSlow); err != nil {
 		return nil, err
 	}
-	return m, nil
+	return r, nil
+}
+
+// Matcher is a matcher of the rules, with nothing read yet.
+func (r *Rules) Matcher() *Matcher {
+	return &Matcher{fast: r.fast, slow: r.slow, ev: Evidence{FastPatterns: r.fastSrc, SlowPatterns: r.slowSrc}}
+}
+
+// NewMatcher compiles the rules of --fast-route and --slow-route (Compile)
+// and gives a matcher of them.
+func NewMatcher(fast, slow []string) (*Matcher, error) {
+	r, err := Compile("--fast-route", "--slow-route", fast, slow)
+	if err != nil {
+		return nil, err
+	}
+	return r.Matcher(), nil
 }
 
 func compileAll(name string, fast bool, patterns []string) ([]rule, error) {
@@ -171,13 +196,6 @@ func compileAll(name string, fast bool, patterns []string) ([]rule, error) {
 		res = append(res, r)
 	}
 	return res, errors.Join(errs...)
-}
-
-// CheckRule checks one rule of the fast (or slow) list; name is where it
-// came from (--fast-route, or a field of a result.json), for the message.
-func CheckRule(name string, fast bool, p string) error {
-	_, err := compile(name, fast, p)
-	return err
 }
 
 func compile(name string, fast bool, p string) (rule, error) {
