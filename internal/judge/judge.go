@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -370,7 +371,9 @@ func judgeBaseline(replies []measure.Reply, l Limits, b Baseline) Assertion {
 	return a
 }
 
-var emptyThink = regexp.MustCompile(`^\s*<think>\s*</think>`)
+// emptyThink is an empty thinking block at a reply's start, compiled on
+// first use: not in the binary's start, which the serve's spawn waits for.
+var emptyThink = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*<think>\s*</think>`) })
 
 // contentProblem says what is wrong with a reply's content, or "" when
 // nothing is.
@@ -378,7 +381,7 @@ func contentProblem(r *measure.Reply) string {
 	if r.Error != "" {
 		return "is an error: " + quote.Cut(r.Error, errorQuote)
 	}
-	content := strings.TrimSpace(emptyThink.ReplaceAllString(r.Content, ""))
+	content := strings.TrimSpace(emptyThink().ReplaceAllString(r.Content, ""))
 	if content == "" {
 		if strings.TrimSpace(r.Reasoning) != "" {
 			return fmt.Sprintf("has no content, only reasoning (%d characters): is thinking off?", utf8.RuneCountInString(r.Reasoning))
