@@ -23,12 +23,13 @@ func TestToolsWarmsTheProgramsBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// warm runs in the set-up of every user, before --ci's part, from the
-	// module's root (the script is .ci/tools).
+	// warm runs in the set-up of every user, before --ci's part (unless
+	// --no-warm, .ci/run's as root), from the module's root (the script is
+	// .ci/tools).
 	script := string(b)
-	call, ci := strings.Index(script, "\nif ! warm; then\n"), strings.Index(script, "\nif ! $ci; then\n")
-	if call < 0 || ci < 0 || call > ci {
-		t.Errorf(".ci/tools does not call warm (`if ! warm; then`) before its --ci part (`if ! $ci; then`)")
+	call, ci := strings.Index(script, "\nif $warm; then\n\twarmed\nfi\n"), strings.Index(script, "\nif ! $ci; then\n")
+	if call < 0 || ci < 0 || call > ci || !strings.Contains(script, "\nwarmed() {\n\tif ! warm; then\n") || !strings.Contains(script, "\nwarm=true\n") {
+		t.Errorf(".ci/tools does not call warm (`warmed`, `if ! warm; then`) before its --ci part (`if ! $ci; then`), unless --no-warm (warm=true by default)")
 	}
 	if !strings.Contains(script, "\t(cd \"$(dirname \"$0\")/..\" &&\n\t\tenv ") {
 		t.Errorf(".ci/tools' go build line does not run from the module's root (cd \"$(dirname \"$0\")/..\" on the line before)")
