@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
+	"golang.org/x/sys/unix"
 )
 
 // PollEvery is how often the health paths are asked while the serve starts.
@@ -124,8 +125,9 @@ func FreePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	port := ln.Addr().(*net.TCPAddr).Port
+	closeProbe(ln, port)
+	return port, nil
 }
 
 // PortInUseError is a port something else already listens on.
@@ -149,16 +151,86 @@ func (e *PortInUseError) Error() string {
 // CheckPortFree fails with a PortInUseError when something listens on port.
 func CheckPortFree(port int) error {
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err == nil {
-		ln.Close()
-		// Something may listen on another address of the port (0.0.0.0 is
-		// covered by the bind above; a listener on ::1 only is not).
-		if hs := Listeners(port); len(hs) > 0 {
-			return &PortInUseError{Port: port, Holders: hs}
-		}
+	if err != nil {
+		return &PortInUseError{Port: port, Holders: Listeners(port)}
+	}
+	// Something may listen on another address of the port (0.0.0.0 is
+	// covered by the bind above; a listener on ::1 only is not).
+	inodes := closeProbe(ln, port)
+	if len(inodes) == 0 {
 		return nil
 	}
-	return &PortInUseError{Port: port, Holders: Listeners(port)}
+	if hs, _ := holders(inodes, supervise.PIDs()); len(hs) > 0 {
+		return &PortInUseError{Port: port, Holders: hs}
+	}
+	return nil
+}
+
+// closeProbe closes ln, a probe of port, and returns the sockets that
+// listen on the port then, once a copy of the probe is gone: a copy that
+// stays is among them only if nothing else listens (it is then what keeps
+// the port).
+//
+// A process forked while the probe was open holds a copy of it until it
+// execs or exits: Go's os package forks one, which exits at once, to see
+// that clone(CLONE_PIDFD) works, and the gate asks for that check
+// (serve.Prepare) as it starts, beside its configuration's. Seen between
+// its exit's release of its memory and of its descriptors, it is a process
+// of the gate's name with no command line, listening on the port: the
+// gate's own probe, not a stranger, and it goes in microseconds. It is
+// waited for, up to probeCopyGone, so that nothing of the gate's is taken
+// for a stranger on the port and none keeps the serve from it.
+func closeProbe(ln net.Listener, port int) map[string]int {
+	probe := socketInode(ln)
+	if afterProbe != nil {
+		afterProbe(ln)
+	}
+	ln.Close()
+	inodes := listeningSockets(port)
+	for deadline := time.Now().Add(probeCopyGone); onlyProbe(inodes, probe) && time.Now().Before(deadline); {
+		probeCopyWait()
+		inodes = listeningSockets(port)
+	}
+	if len(inodes) > 1 {
+		delete(inodes, probe)
+	}
+	return inodes
+}
+
+// probeCopyGone is how long a copy of a probe of a port, held by a process
+// forked while it was open, is waited for to go.
+var probeCopyGone = 2 * time.Second
+
+// probeCopyWait is the wait between two looks for the probe's copy.
+var probeCopyWait = func() { time.Sleep(time.Millisecond) }
+
+// afterProbe, when set (by tests), is called with a probe of a port
+// before it is closed.
+var afterProbe func(net.Listener)
+
+// onlyProbe says whether the one socket listening is the probe's.
+func onlyProbe(inodes map[string]int, probe string) bool {
+	_, ok := inodes[probe]
+	return ok && len(inodes) == 1
+}
+
+// socketInode is the inode of a listener's socket, as sock_diag and /proc
+// name it; "" when it cannot be read.
+func socketInode(ln net.Listener) string {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return ""
+	}
+	rc, err := tl.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var st unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil || serr != nil {
+		return ""
+	}
+	return strconv.FormatUint(st.Ino, 10)
 }
 
 // Stranger is a process other than the serve's that listens on its port.

@@ -247,6 +247,93 @@ func gone(pid int, start uint64, within time.Duration) bool {
 	return false
 }
 
+// TestPortProbeCopy: a process forked while CheckPortFree's probe of the
+// port was open holds a copy of it (Go's os package forks one to check
+// clone(CLONE_PIDFD), beside the gate's start): the gate waits for the copy
+// to go, and names its holder only if it stays.
+func TestPortProbeCopy(t *testing.T) {
+	port := freePort(t)
+	copies := make(chan *exec.Cmd, 1)
+	afterProbe = func(ln net.Listener) {
+		f, err := ln.(*net.TCPListener).File()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		c := exec.Command("sleep", "60")
+		c.ExtraFiles = []*os.File{f}
+		if err := c.Start(); err != nil {
+			t.Error(err)
+			return
+		}
+		copies <- c
+	}
+	t.Cleanup(func() { afterProbe = nil })
+	reap := func(c *exec.Cmd) {
+		c.Process.Kill()
+		c.Wait()
+	}
+
+	// The copy goes, once CheckPortFree has seen it: the port is free.
+	var c *exec.Cmd
+	probeCopyWait = func() {
+		if c == nil {
+			c = <-copies
+			reap(c)
+		}
+	}
+	t.Cleanup(func() { probeCopyWait = func() { time.Sleep(time.Millisecond) } })
+	if err := CheckPortFree(port); err != nil || c == nil {
+		if c == nil {
+			c = <-copies
+			reap(c)
+		}
+		t.Errorf("CheckPortFree(%d) with a copy of its probe held by pid %d until it looked = %v, want it to wait for the copy to go, then the port free", port, c.Process.Pid, err)
+	}
+
+	// FreePort, too, gives its port once its probe's copy is gone.
+	c = nil
+	free, err := FreePort()
+	if c == nil {
+		select {
+		case c = <-copies:
+			defer reap(c)
+		default:
+			t.Fatal("FreePort() made no probe that the test could copy")
+		}
+	}
+	if err != nil || len(listeningSockets(free)) != 0 {
+		t.Errorf("FreePort() = %d, %v, with a copy of its probe held by pid %d, listened on by %v; want it free", free, err, c.Process.Pid, Listeners(free))
+	}
+
+	// The copy stays: its holder is named.
+	probeCopyWait = func() { time.Sleep(time.Millisecond) }
+	probeCopyGone = 50 * time.Millisecond
+	t.Cleanup(func() { probeCopyGone = 2 * time.Second })
+	err = CheckPortFree(port)
+	c = <-copies
+	defer reap(c)
+	var inUse *PortInUseError
+	if !errors.As(err, &inUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d (sleep 60)", c.Process.Pid)) {
+		t.Errorf("CheckPortFree(%d) with a copy of its probe held by pid %d for good = %v, want that pid named", port, c.Process.Pid, err)
+	}
+	reap(c)
+
+	// A stranger on [::1] beside the copy: the stranger alone is named.
+	ln6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
+	if err != nil {
+		t.Skipf("no IPv6 listener on ::1 (%v)", err)
+	}
+	defer ln6.Close()
+	err = CheckPortFree(port)
+	c = <-copies
+	defer reap(c)
+	if !errors.As(err, &inUse) || len(inUse.Holders) != 1 || inUse.Holders[0].PID != os.Getpid() {
+		t.Errorf("CheckPortFree(%d) with this test on [::1] and a copy of its probe held by pid %d = %v, want this test (pid %d) alone named", port, c.Process.Pid, err, os.Getpid())
+	}
+}
+
 func TestPorts(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
