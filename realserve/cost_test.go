@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -56,12 +56,12 @@ func TestLogprobsCost(t *testing.T) {
 	t.Logf("f32 model, %d rounds of %d-token replies to the built-in prompts, each setting:", costRounds, maxTokens)
 	t.Logf("%-14s %14s %14s %14s", "top_logprobs", "bytes/reply", "rate tok/s", "first token")
 	for i, k := range ks {
-		t.Logf("%-14d %14.0f %14.1f %12.1fms", k, judge.Median(got[i].bytes), judge.Median(got[i].rate), judge.Median(got[i].first))
+		t.Logf("%-14d %14.0f %14.1f %12.1fms", k, stats.Median(got[i].bytes), stats.Median(got[i].rate), stats.Median(got[i].first))
 	}
-	b0, b5 := judge.Median(got[0].bytes), judge.Median(got[1].bytes)
+	b0, b5 := stats.Median(got[0].bytes), stats.Median(got[1].bytes)
 	t.Logf("asking top_logprobs %d: %.0f bytes a token more (%.1fx the stream); rate %+.1f%%, first token %+.1f%% (medians)",
-		topK, (b5-b0)/maxTokens, b5/b0, 100*(judge.Median(got[1].rate)/judge.Median(got[0].rate)-1),
-		100*(judge.Median(got[1].first)/judge.Median(got[0].first)-1))
+		topK, (b5-b0)/maxTokens, b5/b0, 100*(stats.Median(got[1].rate)/stats.Median(got[0].rate)-1),
+		100*(stats.Median(got[1].first)/stats.Median(got[0].first)-1))
 	if b5 <= b0 {
 		t.Errorf("a reply's stream with logprobs (%.0f bytes) is not larger than without (%.0f)", b5, b0)
 	}
@@ -111,17 +111,17 @@ func TestGateLogprobsCost(t *testing.T) {
 					t.Errorf("--top-logprobs %d, reply %d: %d alternatives at the first token", k, r.N, len(r.Generated[0].Top))
 				}
 			}
-			got[i].rate = append(got[i].rate, judge.Median(rates))
-			got[i].first = append(got[i].first, judge.Median(firsts))
+			got[i].rate = append(got[i].rate, stats.Median(rates))
+			got[i].first = append(got[i].first, stats.Median(firsts))
 		}
 	}
 	t.Logf("the gate (--preset ollama), f32 model, %d runs with each --top-logprobs, %d replies of %d tokens a run; medians over the runs of each run's median:",
 		gateCostRuns, len(got[0].bytes)/gateCostRuns, maxTokens)
 	t.Logf("%-15s %14s %14s %16s", "--top-logprobs", "rate tok/s", "first token", "reply_N.json")
 	for i, k := range ks {
-		t.Logf("%-15d %14.1f %12.1fms %14.0f B", k, judge.Median(got[i].rate), judge.Median(got[i].first), judge.Median(got[i].bytes))
+		t.Logf("%-15d %14.1f %12.1fms %14.0f B", k, stats.Median(got[i].rate), stats.Median(got[i].first), stats.Median(got[i].bytes))
 	}
 	t.Logf("--top-logprobs %d against 0: rate %+.1f%%, first token %+.1f%%, a reply file %.1fx",
-		topK, 100*(judge.Median(got[1].rate)/judge.Median(got[0].rate)-1),
-		100*(judge.Median(got[1].first)/judge.Median(got[0].first)-1), judge.Median(got[1].bytes)/judge.Median(got[0].bytes))
+		topK, 100*(stats.Median(got[1].rate)/stats.Median(got[0].rate)-1),
+		100*(stats.Median(got[1].first)/stats.Median(got[0].first)-1), stats.Median(got[1].bytes)/stats.Median(got[0].bytes))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
 
 // llamaServerVar names the llama-server binary the llama.cpp tests run;
@@ -240,9 +241,9 @@ func TestLlamaWitnessCost(t *testing.T) {
 				ss = append(ss, rate)
 			}
 			if len(gs) > 0 {
-				gate[mode] = append(gate[mode], judge.Median(gs))
+				gate[mode] = append(gate[mode], stats.Median(gs))
 			}
-			own[mode] = append(own[mode], judge.Median(ss))
+			own[mode] = append(own[mode], stats.Median(ss))
 		}
 	}
 	t.Logf("the gate (--preset llama.cpp) against llama-server on the CPU, %d runs with each --witness, alternating, %d replies of %d tokens a run; each run's median rate:", witnessCostRuns, witnessCostReplies, maxTokens)
@@ -254,11 +255,11 @@ func TestLlamaWitnessCost(t *testing.T) {
 			if len(rates.of[mode]) == 0 {
 				continue
 			}
-			t.Logf("%-18s --witness %-3s median %.1f tok/s, runs %.1f to %.1f: %.1f", rates.name, mode, judge.Median(rates.of[mode]),
+			t.Logf("%-18s --witness %-3s median %.1f tok/s, runs %.1f to %.1f: %.1f", rates.name, mode, stats.Median(rates.of[mode]),
 				slices.Min(rates.of[mode]), slices.Max(rates.of[mode]), rates.of[mode])
 		}
 		if len(rates.of["off"]) > 0 && len(rates.of["on"]) > 0 {
-			off, on := judge.Median(rates.of["off"]), judge.Median(rates.of["on"])
+			off, on := stats.Median(rates.of["off"]), stats.Median(rates.of["on"])
 			t.Logf("%-18s --witness on against off: %+.2f%% (medians)", rates.name, 100*(on-off)/off)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
 
 // TestOllamaLoad runs --load 4 against a real Ollama started for one request
@@ -62,7 +63,7 @@ func TestOllamaLoad(t *testing.T) {
 		if a := g.assertion(t, judge.Load); !a.OK || g.code != 0 {
 			t.Errorf("exit %d; load ok %v: %s", g.code, a.OK, a.Detail)
 		}
-		if m := judge.Median(figures(t, g)); m >= judge.OneAtATime {
+		if m := stats.Median(figures(t, g)); m >= judge.OneAtATime {
 			t.Errorf("median %.2f decoding at once, want under %.1f: Ollama started for one request ran them together", m, judge.OneAtATime)
 		}
 		if code, row := rejudge(t, g, judge.LoadBatch); code != 1 || !strings.Contains(row, "the serve ran them one at a time") {
@@ -77,7 +78,7 @@ func TestOllamaLoad(t *testing.T) {
 		o.serveEnv = "OLLAMA_NUM_PARALLEL=4 "
 		defer func() { o.serveEnv = "" }()
 		g := o.run(t, "parallel4", port, append([]string{"--floor", "1", "--load", "4", "--load-efficiency", "0.01", "--load-first-token-ms", firstTokenMS}, cpuIsExpected...)...)
-		if m := judge.Median(figures(t, g)); m < judge.OneAtATime {
+		if m := stats.Median(figures(t, g)); m < judge.OneAtATime {
 			t.Errorf("median %.2f decoding at once, want %.1f or more: Ollama started for four ran them one at a time", m, judge.OneAtATime)
 		}
 		a := g.assertion(t, judge.Load)

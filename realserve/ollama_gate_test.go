@@ -16,6 +16,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
@@ -392,9 +393,9 @@ func agreesWithOllama(t *testing.T, o *realOllama, g gateRun) {
 		t.Logf("%-5d %12.1f %10.1fms %14.1f %14.1f %12.1f %12.1fms %12.1fms", r.N, rate, deref(r.FirstMS),
 			f.Rate(), f.RateNMinus1(), f.ClientRate, f.FirstMS, ms(f.PromptEvalDuration))
 	}
-	mg, mo := judge.Median(gate), judge.Median(ownN1)
+	mg, mo := stats.Median(gate), stats.Median(ownN1)
 	t.Logf("median: the gate %.1f tok/s; Ollama's own %.1f tok/s as it prints it (eval_count/eval_duration), %.1f on (n-1)/span: the gate is %+.1f%% of the latter",
-		mg, judge.Median(own), mo, 100*(mg/mo-1))
+		mg, stats.Median(own), mo, 100*(mg/mo-1))
 	// The two were measured by two serve processes one after the other on a
 	// shared machine; a fault of measurement (a burst, a miscount, a stall
 	// on the connection) is a factor, not a few percent.

@@ -21,6 +21,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/logscan"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
@@ -178,7 +179,7 @@ func Default() Config {
 		ReadyTimeout:       5 * time.Minute,
 		Replies:            1,
 		MaxReplies:         15,
-		Lead:               judge.DefaultLead,
+		Lead:               stats.DefaultLead,
 		Warmup:             1,
 		MaxTokens:          128,
 		TopLogprobs:        DefaultTopLogprobs,
@@ -507,7 +508,7 @@ func (c *Config) checkLimits(name func(flag string) string) (*route.Rules, error
 		errs = append(errs, fmt.Errorf("%s %v: pass the net joules per decoded token allowed, above 0 (e.g. 0.5), or 0 for no ceiling", name("max-joules-per-token"), c.MaxJoulesPerToken))
 	}
 	if c.Lead < 1 || c.Lead > report.MaxReplies {
-		errs = append(errs, fmt.Errorf("%s %d: pass 1 to %d; %d, the default, is Wald's test at alpha %g (docs/measuring.md)", name("lead"), c.Lead, report.MaxReplies, judge.DefaultLead, judge.Alpha))
+		errs = append(errs, fmt.Errorf("%s %d: pass 1 to %d; %d, the default, is Wald's test at alpha %g (docs/measuring.md)", name("lead"), c.Lead, report.MaxReplies, stats.DefaultLead, stats.Alpha))
 	}
 	// Every route rule the judge would refuse is a problem, so all of them
 	// are fixed in one go: RE2 patterns, and count:, unless-fast:, heavier:
@@ -531,7 +532,7 @@ func LoadBaseline(path string, l judge.Limits) (*judge.Baseline, error) {
 	if len(rates) == 0 || len(firstMS) == 0 {
 		return nil, fmt.Errorf("--baseline %s holds no decode rate and first token to compare with (verdict %s); pass a run that measured some", path, r.Verdict)
 	}
-	return &judge.Baseline{File: path, Rate: judge.Median(rates), FirstTokenMS: judge.Median(firstMS)}, nil
+	return &judge.Baseline{File: path, Rate: stats.Median(rates), FirstTokenMS: stats.Median(firstMS)}, nil
 }
 
 // checkOut makes sure the out directory can be written and holds no earlier

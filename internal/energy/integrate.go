@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
 
 // Window is when the judged replies ran, and the idle spans around them
@@ -151,7 +152,7 @@ func period(info Info, s []Sample) time.Duration {
 	if len(gaps) < 4 {
 		return info.Period
 	}
-	return time.Duration(judge.Median(gaps) * float64(time.Second))
+	return time.Duration(stats.Median(gaps) * float64(time.Second))
 }
 
 // Figures are the energy figures of a window from a meter's readings:

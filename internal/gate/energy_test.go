@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
 
 // BenchmarkEnergyRate is what reading the energy sensor while the judged
@@ -38,7 +38,7 @@ func BenchmarkEnergyRate(b *testing.B) {
 			rates[name] = append(rates[name], res.Intervals.Rate.Median)
 		}
 	}
-	off, on := judge.Median(rates["off"]), judge.Median(rates["on"])
+	off, on := stats.Median(rates["off"]), stats.Median(rates["on"])
 	b.ReportMetric(off, "off-tok/s")
 	b.ReportMetric(on, "on-tok/s")
 	b.ReportMetric(100*(on-off)/off, "on-vs-off-%")

@@ -15,6 +15,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
@@ -354,7 +355,7 @@ func BenchmarkRepliesNearTheFloor(b *testing.B) {
 						}
 					}
 					oldReplies += float64(len(rates))
-					if judge.Median(rates) >= res.Limits.Floor {
+					if stats.Median(rates) >= res.Limits.Floor {
 						oldPass++
 					}
 				}

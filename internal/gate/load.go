@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/probe"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
@@ -79,7 +80,7 @@ func (g *Gate) loadRounds(res *report.Result, a *asker, base string) {
 	g.logf("load: stopped after %d round(s): first token %d meet, %d miss%s", len(rounds), s.FirstToken.Meet, s.FirstToken.Miss, effText(s.Efficiency))
 }
 
-func effText(c *judge.Count) string {
+func effText(c *stats.Count) string {
 	if c == nil {
 		return ""
 	}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
 
 // BenchmarkWitnessRate is the gate's median decode rate against the
@@ -44,7 +44,7 @@ func BenchmarkWitnessRate(b *testing.B) {
 					rates[on] = append(rates[on], res.Intervals.Rate.Median)
 				}
 			}
-			off, on := judge.Median(rates["off"]), judge.Median(rates["on"])
+			off, on := stats.Median(rates["off"]), stats.Median(rates["on"])
 			b.ReportMetric(off, "off-tok/s")
 			b.ReportMetric(on, "on-tok/s")
 			b.ReportMetric(100*(on-off)/off, "on-vs-off-%")

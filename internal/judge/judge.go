@@ -10,7 +10,6 @@ package judge
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -285,11 +285,11 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 		a.Detail = strings.Join(missing, "; ") + " " + figures
 		return a
 	}
-	m := Median(rates)
+	m := stats.Median(rates)
 	a.OK = m >= l.Floor
 	a.Detail = fmt.Sprintf("median %.1f tok/s%s %s", m, source, figures)
 	if l.Lead > 0 {
-		a.Detail += "; " + signsText(countOf(rates, func(v float64) bool { return v >= l.Floor }, l.Lead), "the floor")
+		a.Detail += "; " + stats.CountOf(rates, func(v float64) bool { return v >= l.Floor }, l.Lead).Text("the floor")
 	}
 	if l.FloorWhy != "" && (!a.OK || l.FloorDerived) {
 		a.Detail += "; the floor: " + l.FloorWhy
@@ -316,11 +316,11 @@ func judgeFirstToken(replies []measure.Reply, l Limits) Assertion {
 		a.Detail = strings.Join(missing, "; ") + " " + figures
 		return a
 	}
-	m := Median(ms)
+	m := stats.Median(ms)
 	a.OK = m <= l.FirstTokenMS
 	a.Detail = fmt.Sprintf("median %.0f ms %s", m, figures)
 	if l.Lead > 0 {
-		a.Detail += "; " + signsText(countOf(ms, func(v float64) bool { return v <= l.FirstTokenMS }, l.Lead), "the limit")
+		a.Detail += "; " + stats.CountOf(ms, func(v float64) bool { return v <= l.FirstTokenMS }, l.Lead).Text("the limit")
 	}
 	return a
 }
@@ -352,7 +352,7 @@ func judgeBaseline(replies []measure.Reply, l Limits, b Baseline) Assertion {
 		a.Detail = "no rate or first token to compare with the baseline " + b.File
 		return a
 	}
-	rate, ft := Median(rates), Median(firstMS)
+	rate, ft := stats.Median(rates), stats.Median(firstMS)
 	rateChange := (rate - b.Rate) / b.Rate
 	ftChange := (ft - b.FirstTokenMS) / b.FirstTokenMS
 	var worse []string
@@ -419,20 +419,6 @@ func oneRepeated(s string) bool {
 		n++
 	}
 	return n >= 2
-}
-
-// Median of xs; xs is not changed. The median of nothing is 0.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	mid := len(s) / 2
-	if len(s)%2 == 1 {
-		return s[mid]
-	}
-	return (s[mid-1] + s[mid]) / 2
 }
 
 // Bounds for text quoted in details; the text is the serve's and untrusted.

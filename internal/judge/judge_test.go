@@ -429,28 +429,6 @@ func exact(n, tokens int, spanMS float64) measure.Reply {
 	return measure.Reply{N: n, Content: "Paris is the capital.", FirstMS: ptr(300.0), LastMS: ptr(300 + spanMS), CompletionTokens: ptr(tokens), Chunks: tokens}
 }
 
-func TestMedian(t *testing.T) {
-	tests := []struct {
-		in   []float64
-		want float64
-	}{
-		{nil, 0},
-		{[]float64{5}, 5},
-		{[]float64{3, 1, 2}, 2},
-		{[]float64{70, 70, 1.9}, 70},
-		{[]float64{4, 1, 3, 2}, 2.5},
-	}
-	for _, tt := range tests {
-		in := append([]float64(nil), tt.in...)
-		if got := Median(tt.in); got != tt.want {
-			t.Errorf("Median(%v) = %v, want %v", tt.in, got, tt.want)
-		}
-		if diff := cmp.Diff(in, tt.in); diff != "" {
-			t.Errorf("Median changed its input (-before +after):\n%s", diff)
-		}
-	}
-}
-
 // TestLimitsZeroIsExact: bounds of 0 survive result.json's round trip as 0,
 // and only bounds never written take the defaults.
 func TestLimitsZeroIsExact(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -118,7 +119,7 @@ func SingleOf(replies []measure.Reply) Single {
 			whole = append(whole, r.EndMS)
 		}
 	}
-	return Single{Rate: Median(rates), FirstMS: Median(first), ReplyMS: Median(whole)}
+	return Single{Rate: stats.Median(rates), FirstMS: stats.Median(first), ReplyMS: stats.Median(whole)}
 }
 
 // RoundOf figures round n's replies, against the single-stream median rate.
@@ -194,7 +195,7 @@ func RoundOf(n int, replies []measure.Reply, single float64) Round {
 	}
 	rd.Concurrency = decoding / rd.SpanMS
 	rd.WindowMS = max(0, to-from)
-	if rd.WindowMS > 0 && rd.WindowMS >= MinWindow*Median(spans) {
+	if rd.WindowMS > 0 && rd.WindowMS >= MinWindow*stats.Median(spans) {
 		tokens := 0.0
 		for _, s := range ss {
 			for _, a := range s.arrivals {
@@ -229,7 +230,7 @@ func RoundOf(n int, replies []measure.Reply, single float64) Round {
 			gaps = append(gaps, g)
 		}
 	}
-	rd.GapMS, rd.Gaps = Median(gaps), len(gaps)
+	rd.GapMS, rd.Gaps = stats.Median(gaps), len(gaps)
 	return rd
 }
 
@@ -244,8 +245,8 @@ func FIFOBound(n int, s Single, firstTokenMS float64) float64 {
 // (batch only), and the worst first token against its limit (batch) or the
 // FIFO bound (serial).
 type LoadSigns struct {
-	Efficiency *Count `json:"efficiency,omitempty"`
-	FirstToken Count  `json:"first_token"`
+	Efficiency *stats.Count `json:"efficiency,omitempty"`
+	FirstToken stats.Count  `json:"first_token"`
 }
 
 // LoadSignsOf counts the rounds' signs at lead. failed is true when a round
@@ -264,10 +265,10 @@ func LoadSignsOf(rounds []Round, l LoadLimits, s Single, firstTokenMS float64, l
 	if l.Expect == LoadSerial {
 		limit = FIFOBound(l.Streams, s, firstTokenMS)
 	} else {
-		c := countOf(eta, func(v float64) bool { return v >= l.Efficiency }, lead)
+		c := stats.CountOf(eta, func(v float64) bool { return v >= l.Efficiency }, lead)
 		signs.Efficiency = &c
 	}
-	signs.FirstToken = countOf(worst, func(v float64) bool { return v <= limit }, lead)
+	signs.FirstToken = stats.CountOf(worst, func(v float64) bool { return v <= limit }, lead)
 	return signs, failed
 }
 
@@ -331,7 +332,7 @@ func judgeLoad(in Input) Assertion {
 		a.Detail = fmt.Sprintf("%d streams asked at once, and a request failed under load: %s (%s)", l.Streams, strings.Join(failed, "; "), figures)
 		return a
 	}
-	mEta, mConc, mWorst := Median(eta), Median(conc), Median(worst)
+	mEta, mConc, mWorst := stats.Median(eta), stats.Median(conc), stats.Median(worst)
 	if l.Expect == LoadSerial {
 		bound := FIFOBound(l.Streams, s, in.Limits.FirstTokenMS)
 		a.OK = mWorst <= bound
@@ -369,8 +370,8 @@ func judgeLoad(in Input) Assertion {
 }
 
 // roundSigns is a count of rounds as the detail ends.
-func roundSigns(c Count, what string) string {
-	return strings.Replace(signsText(c, what), "too few replies", "too few rounds", 1)
+func roundSigns(c stats.Count, what string) string {
+	return strings.Replace(c.Text(what), "too few replies", "too few rounds", 1)
 }
 
 // eachRound is the rounds' figures as the detail lists them.
@@ -408,7 +409,7 @@ func pauseText(rounds []Round, s Single) string {
 	if len(gaps) == 0 {
 		return "no stream began after another ended: no pause between requests to measure"
 	}
-	g := Median(gaps)
+	g := stats.Median(gaps)
 	return fmt.Sprintf("the serve's pause between requests: median %.0f ms from one stream's last token to the next one's first (%d gaps), %.0f ms beyond a single reply's first token", g, n, math.Max(0, g-s.FirstMS))
 }
 
@@ -427,18 +428,7 @@ func p95Text(rounds []Round) string {
 	}
 	pt := "none"
 	if len(perToken) > 0 {
-		pt = fmt.Sprintf("%.1f ms", P95(perToken))
+		pt = fmt.Sprintf("%.1f ms", stats.P95(perToken))
 	}
-	return fmt.Sprintf("p95 over %d streams, descriptive, not judged: first token %.0f ms, per-token time %s", len(first), P95(first), pt)
-}
-
-// P95 is the nearest-rank 95th percentile of xs; 0 of nothing.
-func P95(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	k := int(math.Ceil(0.95*float64(len(s)))) - 1
-	return s[max(k, 0)]
+	return fmt.Sprintf("p95 over %d streams, descriptive, not judged: first token %.0f ms, per-token time %s", len(first), stats.P95(first), pt)
 }

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"os"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ const (
 func loadRoundsTable() string {
 	var b strings.Builder
 	b.WriteString("| p | rounds | median passes |\n|---:|---:|---:|\n")
-	rule := Rule{Lead: DefaultLead, Min: 1, Max: 11}
+	rule := Rule{Lead: stats.DefaultLead, Min: 1, Max: 11}
 	for _, p := range []float64{1, 0.95, 0.84, 0.75, 0.6} {
 		pass, _, rounds := Operating(rule, rule.Max, p)
 		low, _, _ := Operating(rule, rule.Max, 1-p)

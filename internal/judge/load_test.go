@@ -394,23 +394,6 @@ func withWorst(rd Round, ms float64) Round {
 	return rd
 }
 
-func TestP95(t *testing.T) {
-	if P95(nil) != 0 {
-		t.Error("p95 of nothing")
-	}
-	var xs []float64
-	for i := range 20 {
-		xs = append(xs, float64(20-i))
-	}
-	// Nearest rank: the 19th of 20.
-	if got := P95(xs); got != 19 {
-		t.Errorf("p95 %v, want 19", got)
-	}
-	if got := P95([]float64{3}); got != 3 {
-		t.Errorf("p95 %v, want 3", got)
-	}
-}
-
 func TestFIFOBound(t *testing.T) {
 	if got := FIFOBound(4, Single{ReplyMS: 1000}, 600); got != 1.5*3600 {
 		t.Errorf("bound %v, want 5400", got)

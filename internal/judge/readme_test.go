@@ -3,6 +3,7 @@ package judge
 import (
 	"flag"
 	"fmt"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"os"
 	"strings"
 	"testing"
@@ -38,7 +39,7 @@ func ruleTable() string {
 	}
 	for _, p := range []float64{0.05, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.95} {
 		op, ot, on := Operating(Legacy{Min: 5, Max: 15}, 15, p)
-		np, nt, nn := Operating(Rule{Lead: DefaultLead, Min: 1, Max: 15}, 15, p)
+		np, nt, nn := Operating(Rule{Lead: stats.DefaultLead, Min: 1, Max: 15}, 15, p)
 		fmt.Fprintf(&b, "| %.2f | %.1f | %s | %.1f | %s | %.0f%% |\n", p, on, wrong(p, op, ot), nn, wrong(p, np, nt), (1-nn/on)*100)
 	}
 	return b.String()

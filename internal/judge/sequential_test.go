@@ -1,13 +1,13 @@
 package judge
 
 import (
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -22,39 +22,18 @@ func firsts(rs []measure.Reply, ms ...float64) []measure.Reply {
 	return rs
 }
 
-func TestNewCount(t *testing.T) {
-	tests := []struct {
-		meet, miss, lead int
-		want             Count
-	}{
-		{0, 0, 3, Count{Lead: 3, Ratio: 1}},
-		{3, 0, 3, Count{Meet: 3, Lead: 3, Ratio: 27, Decided: true}},
-		{0, 3, 3, Count{Miss: 3, Lead: 3, Ratio: 27, Decided: true}},
-		{4, 2, 3, Count{Meet: 4, Miss: 2, Lead: 3, Ratio: 9}},
-		{2, 4, 3, Count{Meet: 2, Miss: 4, Lead: 3, Ratio: 9}},
-		{5, 1, 4, Count{Meet: 5, Miss: 1, Lead: 4, Ratio: 81, Decided: true}},
-		{1, 6, 4, Count{Meet: 1, Miss: 6, Lead: 4, Ratio: 243, Decided: true}},
-		{3, 0, 4, Count{Meet: 3, Lead: 4, Ratio: 27}},
-	}
-	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, NewCount(tt.meet, tt.miss, tt.lead), cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
-			t.Errorf("NewCount(%d, %d, %d) (-want +got):\n%s", tt.meet, tt.miss, tt.lead, diff)
-		}
-	}
-}
-
 func TestSignsOf(t *testing.T) {
 	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient}
 	// A rate at the floor meets it, and a first token at the limit meets
 	// it, as the medians are judged.
 	rs := firsts(exactRates(60, 59, 90, 100), 600, 601, 300, 300)
 	s, complete := SignsOf(rs, l, 3)
-	want := Signs{Rate: NewCount(3, 1, 3), FirstToken: NewCount(3, 1, 3)}
+	want := Signs{Rate: stats.NewCount(3, 1, 3), FirstToken: stats.NewCount(3, 1, 3)}
 	if diff := cmp.Diff(want, s); diff != "" || !complete {
 		t.Errorf("SignsOf(rates 60, 59, 90, 100; first tokens 600, 601, 300, 300) complete %v (-want +got):\n%s", complete, diff)
 	}
 	s, complete = SignsOf(append(rated(90, 90), measure.Reply{N: 3, Error: "boom"}), l, 3)
-	if want := (Signs{Rate: NewCount(2, 0, 3), FirstToken: NewCount(2, 0, 3)}); complete || s != want {
+	if want := (Signs{Rate: stats.NewCount(2, 0, 3), FirstToken: stats.NewCount(2, 0, 3)}); complete || s != want {
 		t.Errorf("SignsOf(a failed reply) = %+v, %v; want %+v, incomplete", s, complete, want)
 	}
 	server := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateServer}
@@ -263,36 +242,6 @@ func TestSignsInDetails(t *testing.T) {
 	why.FloorWhy, why.FloorDerived = "a derived floor", true
 	if got := judgeRate(rated(90, 90, 90), why).Detail; !strings.HasSuffix(got, "against 1/alpha = 20); the floor: a derived floor") {
 		t.Errorf("judgeRate(a derived floor) = %q", got)
-	}
-	// Fewer replies than the lead cannot decide whatever their signs: no
-	// "close to" a floor all of them met. As many as the lead can.
-	if got := signsText(NewCount(2, 0, 3), "the floor"); got != "undecided: 2 meet the floor, 0 miss it, too few replies (2) to reach --lead 3 (likelihood ratio 3^2 = 9 against 1/alpha = 20): the median decides" {
-		t.Errorf("signsText(2 and 0, lead 3) = %q", got)
-	}
-	if got := signsText(NewCount(2, 1, 3), "the floor"); !strings.HasPrefix(got, "close to the floor: 2 meet it, 1 miss it") {
-		t.Errorf("signsText(2 and 1, lead 3) = %q", got)
-	}
-	// A long run's ratio is beyond a float64: the count keeps the largest
-	// float64 (result.json holds no infinity) and the text its power of
-	// ten, exact up to a lead of 30.
-	if c := NewCount(650, 0, 3); c.Ratio != math.MaxFloat64 || !c.Decided {
-		t.Errorf("NewCount(650, 0, 3) = %+v, want the largest float64", c)
-	}
-	if _, err := json.Marshal(NewCount(0, 700, 3)); err != nil {
-		t.Errorf("json.Marshal(a lead of 700): %v", err)
-	}
-	if r := Ratio(-646); math.IsInf(r, 0) || r < 1e308 {
-		t.Errorf("Ratio(-646) = %v", r)
-	}
-	for d, want := range map[int]string{30: "3^30 = 205891132094649 ", -31: "3^31 ≈ 10^15 ", 650: "3^650 ≈ 10^310 "} {
-		meet, miss := max(d, 0), max(-d, 0)
-		if got := signsText(NewCount(meet, miss, 3), "the floor"); !strings.Contains(got, "likelihood ratio "+want+"against 1/alpha = 20)") {
-			t.Errorf("signsText(lead %d) = %q, want %q", d, got, want)
-		}
-	}
-	// A count at a lead of 0 is decided at once, for meeting when even.
-	if got := signsText(NewCount(2, 2, 0), "the floor"); got != "signs: 2 meet the floor, 2 miss it: decided, a lead of 0 for meeting it, --lead 0 (likelihood ratio 3^0 = 1 against 1/alpha = 20)" {
-		t.Errorf("signsText(2 and 2, lead 0) = %q", got)
 	}
 	old := l
 	old.Lead = 0

@@ -1,75 +1,8 @@
 package judge
 
 import (
-	"math"
-	"slices"
-
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
-
-// Interval is a distribution-free confidence interval for a median, from
-// order statistics: [x(k), x(n-k+1)] holds the true median with probability
-// 1 - 2·P(Bin(n, ½) ≤ k-1), whatever the distribution of the figures. k is
-// the largest that keeps that coverage at 95% or more; with five figures or
-// fewer no k does, and the interval is [min, max] with its lower coverage.
-type Interval struct {
-	N        int     `json:"n"`
-	Median   float64 `json:"median"`
-	Lo       float64 `json:"lo"`
-	Hi       float64 `json:"hi"`
-	Coverage float64 `json:"coverage"` // the probability the interval holds the median
-}
-
-// Level is the coverage MedianInterval aims for.
-const Level = 0.95
-
-// MedianInterval is the order-statistics interval of xs' median at Level.
-// ok is false when xs is empty.
-func MedianInterval(xs []float64) (iv Interval, ok bool) {
-	return medianInterval(xs, Level)
-}
-
-func medianInterval(xs []float64, level float64) (Interval, bool) {
-	n := len(xs)
-	if n == 0 {
-		return Interval{}, false
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	k := intervalK(n, level)
-	return Interval{N: n, Median: Median(s), Lo: s[k-1], Hi: s[n-k], Coverage: coverage(n, k)}, true
-}
-
-// intervalK is the largest k whose interval [x(k), x(n-k+1)] of n figures
-// covers the median at level, or 1 when none does.
-func intervalK(n int, level float64) int {
-	// The coverage falls as k grows, to -1 at k = n+1, so the loop returns
-	// by k = n-1 at the latest. A loop bounded by n, not by the coverage,
-	// stops too when the coverage is wrong (a mutant of it: .ci/mutants).
-	for k := range n {
-		if coverage(n, k+2) < level {
-			return k + 1
-		}
-	}
-	return 1 // n is 0
-}
-
-// coverage is 1 - 2·P(Bin(n, ½) ≤ k-1).
-func coverage(n, k int) float64 {
-	tail := 0.0
-	for i := range k {
-		tail += binom(n, i)
-	}
-	return 1 - 2*tail*math.Pow(0.5, float64(n))
-}
-
-func binom(n, k int) float64 {
-	r := 1.0
-	for i := range k {
-		r = r * float64(n-k+1+i) / float64(i+1)
-	}
-	return r
-}
 
 // Figures are the rate and first-token figures of the replies that have
 // them, as the rate assertion judges them.

@@ -1,59 +1,12 @@
 package judge
 
 import (
-	"math"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
-
-func TestMedianInterval(t *testing.T) {
-	seq := func(n int) []float64 {
-		var xs []float64
-		for i := n; i >= 1; i-- { // unsorted on purpose
-			xs = append(xs, float64(i))
-		}
-		return xs
-	}
-	tests := []struct {
-		in   []float64
-		want Interval
-	}{
-		{seq(1), Interval{N: 1, Median: 1, Lo: 1, Hi: 1, Coverage: 0}},
-		{seq(5), Interval{N: 5, Median: 3, Lo: 1, Hi: 5, Coverage: 0.9375}},
-		{seq(6), Interval{N: 6, Median: 3.5, Lo: 1, Hi: 6, Coverage: 0.96875}},
-		{seq(8), Interval{N: 8, Median: 4.5, Lo: 1, Hi: 8, Coverage: 1 - 2.0/256}},
-		{seq(9), Interval{N: 9, Median: 5, Lo: 2, Hi: 8, Coverage: 1 - 20.0/512}},
-		{seq(15), Interval{N: 15, Median: 8, Lo: 4, Hi: 12, Coverage: 1 - 2*576.0/32768}},
-		{[]float64{98.4, 84.4, 82.1, 90.0, 85.2}, Interval{N: 5, Median: 85.2, Lo: 82.1, Hi: 98.4, Coverage: 0.9375}},
-	}
-	for _, tt := range tests {
-		got, ok := MedianInterval(tt.in)
-		if !ok {
-			t.Errorf("MedianInterval(%v) not ok", tt.in)
-		}
-		if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-12 })); diff != "" {
-			t.Errorf("MedianInterval(%v) (-want +got):\n%s", tt.in, diff)
-		}
-	}
-	if _, ok := MedianInterval(nil); ok {
-		t.Error("MedianInterval(nil) is ok")
-	}
-	// A level met exactly is met: nine figures reach 1-20/512 with k=2.
-	if iv, _ := medianInterval(seq(9), 1-20.0/512); iv.Lo != 2 || iv.Hi != 8 {
-		t.Errorf("medianInterval(n=9, its own k=2 coverage) = %+v, want [2, 8]", iv)
-	}
-	// The coverage never falls below the level once there are six figures.
-	for n := 6; n <= 60; n++ {
-		if iv, _ := MedianInterval(seq(n)); iv.Coverage < Level || iv.Lo > iv.Hi {
-			t.Errorf("MedianInterval(n=%d) = %+v: coverage under %.2f", n, iv, Level)
-		}
-	}
-}
 
 func rated(rates ...float64) []measure.Reply {
 	var rs []measure.Reply

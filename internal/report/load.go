@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
 
 // loadTable is the load rounds' figures for the summary, "" without --load
@@ -58,5 +59,5 @@ func LoadText(r *Result) string {
 		return fmt.Sprintf("%d streams, %s: no round measured", l.Streams, Cell(l.Expect, 10))
 	}
 	return fmt.Sprintf("%d streams, %s: η %.2f, %.1f at once, worst first token %.0f ms (medians of %d rounds)",
-		l.Streams, Cell(l.Expect, 10), judge.Median(eta), judge.Median(conc), judge.Median(worst), len(eta))
+		l.Streams, Cell(l.Expect, 10), stats.Median(eta), stats.Median(conc), stats.Median(worst), len(eta))
 }

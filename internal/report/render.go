@@ -16,6 +16,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -213,7 +214,7 @@ func Replies(n int) string {
 
 // IntervalText is "95% interval 84.7–100.0" with prec decimals, or, below
 // MinIntervalFigures, "no interval from 2 replies".
-func IntervalText(iv *judge.Interval, prec int) string {
+func IntervalText(iv *stats.Interval, prec int) string {
 	if iv.N < MinIntervalFigures {
 		return "no interval from " + Replies(iv.N)
 	}
@@ -253,7 +254,7 @@ func SignsText(s *judge.Signs, n, maxReplies int) string {
 
 // coverage names an interval by its coverage: "95% interval", or the lower
 // figure a handful of replies allows.
-func coverage(iv *judge.Interval) string {
+func coverage(iv *stats.Interval) string {
 	return fmt.Sprintf("%s%% interval", strconv.FormatFloat(math.Floor(iv.Coverage*1000)/10, 'f', -1, 64))
 }
 

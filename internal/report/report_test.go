@@ -12,6 +12,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -383,14 +384,14 @@ func TestLink(t *testing.T) {
 
 func TestIntervalText(t *testing.T) {
 	tests := []struct {
-		iv   judge.Interval
+		iv   stats.Interval
 		prec int
 		want string
 	}{
-		{judge.Interval{N: 1, Median: 50, Lo: 50, Hi: 50, Coverage: 0}, 1, "no interval from 1 reply"},
-		{judge.Interval{N: 2, Median: 55, Lo: 50, Hi: 60, Coverage: 0.5}, 1, "no interval from 2 replies"},
-		{judge.Interval{N: 3, Median: 55, Lo: 50, Hi: 60, Coverage: 0.75}, 1, "75% interval 50.0–60.0, descriptive"},
-		{judge.Interval{N: 9, Median: 264, Lo: 250.4, Hi: 277.6, Coverage: 0.9609375}, 0, "96% interval 250–278, descriptive"},
+		{stats.Interval{N: 1, Median: 50, Lo: 50, Hi: 50, Coverage: 0}, 1, "no interval from 1 reply"},
+		{stats.Interval{N: 2, Median: 55, Lo: 50, Hi: 60, Coverage: 0.5}, 1, "no interval from 2 replies"},
+		{stats.Interval{N: 3, Median: 55, Lo: 50, Hi: 60, Coverage: 0.75}, 1, "75% interval 50.0–60.0, descriptive"},
+		{stats.Interval{N: 9, Median: 264, Lo: 250.4, Hi: 277.6, Coverage: 0.9609375}, 0, "96% interval 250–278, descriptive"},
 	}
 	for _, tt := range tests {
 		if got := IntervalText(&tt.iv, tt.prec); got != tt.want {
@@ -401,7 +402,7 @@ func TestIntervalText(t *testing.T) {
 
 func TestCoverageWords(t *testing.T) {
 	for cov, want := range map[float64]string{0.9375: "93.7% interval", 0.96484375: "96.4% interval", 0.5: "50% interval", 0.99: "99% interval"} {
-		if got := coverage(&judge.Interval{Coverage: cov}); got != want {
+		if got := coverage(&stats.Interval{Coverage: cov}); got != want {
 			t.Errorf("coverage(%v) = %q, want %q", cov, got, want)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
@@ -89,8 +90,8 @@ type Result struct {
 
 // Intervals are the medians' order-statistics intervals.
 type Intervals struct {
-	Rate       *judge.Interval `json:"rate,omitempty"`
-	FirstToken *judge.Interval `json:"first_token,omitempty"`
+	Rate       *stats.Interval `json:"rate,omitempty"`
+	FirstToken *stats.Interval `json:"first_token,omitempty"`
 }
 
 // Extra is the replies taken because the verdict was in doubt: in a run made
@@ -106,10 +107,10 @@ type Extra struct {
 func (r *Result) SetIntervals() {
 	rates, firstMS, _ := judge.Figures(r.Replies, r.Limits)
 	r.Intervals = Intervals{}
-	if iv, ok := judge.MedianInterval(rates); ok {
+	if iv, ok := stats.MedianInterval(rates); ok {
 		r.Intervals.Rate = &iv
 	}
-	if iv, ok := judge.MedianInterval(firstMS); ok {
+	if iv, ok := stats.MedianInterval(firstMS); ok {
 		r.Intervals.FirstToken = &iv
 	}
 	r.Signs = nil
@@ -260,7 +261,7 @@ func (r *Result) Median(f func(*measure.Reply) (float64, bool)) (float64, bool) 
 			xs = append(xs, v)
 		}
 	}
-	return judge.Median(xs), len(xs) > 0
+	return stats.Median(xs), len(xs) > 0
 }
 
 // Rate is the figure the rate assertion judges, for one reply.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
 
 // A run of the sequential rule: its sign counts in result.json, the
@@ -53,19 +54,19 @@ func TestMarkdownSigns(t *testing.T) {
 
 	// Fewer replies than the lead, all meeting both limits: undecided,
 	// not close to them. As many as the lead, split: close.
-	if got := SignsText(&judge.Signs{Rate: judge.NewCount(2, 0, 3), FirstToken: judge.NewCount(2, 0, 3)}, 2, 2); got != "Undecided: 2 replies, fewer than --lead 3, cannot decide a sign count, and the median decides (rate: 2 meet the floor, 0 miss it; first token: 2 meet the limit, 0 miss it; --lead 3)." {
+	if got := SignsText(&judge.Signs{Rate: stats.NewCount(2, 0, 3), FirstToken: stats.NewCount(2, 0, 3)}, 2, 2); got != "Undecided: 2 replies, fewer than --lead 3, cannot decide a sign count, and the median decides (rate: 2 meet the floor, 0 miss it; first token: 2 meet the limit, 0 miss it; --lead 3)." {
 		t.Errorf("SignsText(2 replies, lead 3) = %q", got)
 	}
-	if got := SignsText(&judge.Signs{Rate: judge.NewCount(2, 1, 3), FirstToken: judge.NewCount(3, 0, 3)}, 3, 3); !strings.HasPrefix(got, "Close to the floor: ") {
+	if got := SignsText(&judge.Signs{Rate: stats.NewCount(2, 1, 3), FirstToken: stats.NewCount(3, 0, 3)}, 3, 3); !strings.HasPrefix(got, "Close to the floor: ") {
 		t.Errorf("SignsText(3 replies split, lead 3) = %q", got)
 	}
 
 	// A reply without a figure stopped the run: neither "close" nor the
 	// median decides, the failure does.
-	if got := SignsText(&judge.Signs{Rate: judge.NewCount(1, 0, 3), FirstToken: judge.NewCount(2, 0, 3)}, 2, 15); got != "The gate stopped after 2 replies: a reply has no rate or no first token, which fails the run whatever the sign counts (rate: 1 meet the floor, 0 miss it; first token: 2 meet the limit, 0 miss it; --lead 3)." {
+	if got := SignsText(&judge.Signs{Rate: stats.NewCount(1, 0, 3), FirstToken: stats.NewCount(2, 0, 3)}, 2, 15); got != "The gate stopped after 2 replies: a reply has no rate or no first token, which fails the run whatever the sign counts (rate: 1 meet the floor, 0 miss it; first token: 2 meet the limit, 0 miss it; --lead 3)." {
 		t.Errorf("SignsText(a reply without a rate) = %q", got)
 	}
-	if got := SignsText(&judge.Signs{Rate: judge.NewCount(2, 0, 3), FirstToken: judge.NewCount(1, 0, 3)}, 2, 15); !strings.HasPrefix(got, "The gate stopped after 2 replies: a reply has no rate") {
+	if got := SignsText(&judge.Signs{Rate: stats.NewCount(2, 0, 3), FirstToken: stats.NewCount(1, 0, 3)}, 2, 15); !strings.HasPrefix(got, "The gate stopped after 2 replies: a reply has no rate") {
 		t.Errorf("SignsText(a reply without a first token) = %q", got)
 	}
 
