@@ -126,7 +126,10 @@ func FreePort() (int, error) {
 		return 0, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	closeProbe(ln, port)
+	if inodes := closeProbe(ln, port); len(inodes) > 0 {
+		hs, _ := holders(inodes, supervise.PIDs())
+		return 0, fmt.Errorf("port %d, free when probed, was still listened on by %s once the probe closed", port, (&PortInUseError{Port: port, Holders: hs}).who())
+	}
 	return port, nil
 }
 
@@ -137,15 +140,19 @@ type PortInUseError struct {
 }
 
 func (e *PortInUseError) Error() string {
-	who := "another process (not visible in /proc to this user)"
-	if len(e.Holders) > 0 {
-		var hs []string
-		for _, h := range e.Holders {
-			hs = append(hs, h.String())
-		}
-		who = strings.Join(hs, ", ")
+	return fmt.Sprintf("port %d is in use by %s; stop it or pass --port 0", e.Port, e.who())
+}
+
+// who names the holders.
+func (e *PortInUseError) who() string {
+	if len(e.Holders) == 0 {
+		return "another process (not visible in /proc to this user)"
 	}
-	return fmt.Sprintf("port %d is in use by %s; stop it or pass --port 0", e.Port, who)
+	var hs []string
+	for _, h := range e.Holders {
+		hs = append(hs, h.String())
+	}
+	return strings.Join(hs, ", ")
 }
 
 // CheckPortFree fails with a PortInUseError when something listens on port.

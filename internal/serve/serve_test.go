@@ -270,24 +270,39 @@ func TestPortProbeCopy(t *testing.T) {
 		copies <- c
 	}
 	t.Cleanup(func() { afterProbe = nil })
+	// The hook runs inside the call, before it returns: its copy is in
+	// the channel by the time the call waits or returns.
+	copied := func() *exec.Cmd {
+		t.Helper()
+		select {
+		case c := <-copies:
+			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+			return c
+		default:
+			t.Fatal("no copy of the probe was made")
+			return nil
+		}
+	}
 	reap := func(c *exec.Cmd) {
 		c.Process.Kill()
 		c.Wait()
 	}
+	t.Cleanup(func() {
+		probeCopyWait = func() { time.Sleep(time.Millisecond) }
+		probeCopyGone = 2 * time.Second
+	})
 
 	// The copy goes, once CheckPortFree has seen it: the port is free.
 	var c *exec.Cmd
 	probeCopyWait = func() {
 		if c == nil {
-			c = <-copies
+			c = copied()
 			reap(c)
 		}
 	}
-	t.Cleanup(func() { probeCopyWait = func() { time.Sleep(time.Millisecond) } })
 	if err := CheckPortFree(port); err != nil || c == nil {
 		if c == nil {
-			c = <-copies
-			reap(c)
+			c = copied()
 		}
 		t.Errorf("CheckPortFree(%d) with a copy of its probe held by pid %d until it looked = %v, want it to wait for the copy to go, then the port free", port, c.Process.Pid, err)
 	}
@@ -296,39 +311,39 @@ func TestPortProbeCopy(t *testing.T) {
 	c = nil
 	free, err := FreePort()
 	if c == nil {
-		select {
-		case c = <-copies:
-			defer reap(c)
-		default:
-			t.Fatal("FreePort() made no probe that the test could copy")
-		}
+		c = copied()
 	}
 	if err != nil || len(listeningSockets(free)) != 0 {
 		t.Errorf("FreePort() = %d, %v, with a copy of its probe held by pid %d, listened on by %v; want it free", free, err, c.Process.Pid, Listeners(free))
 	}
 
-	// The copy stays: its holder is named.
+	// The copy stays: its holder is named, and FreePort gives no port.
 	probeCopyWait = func() { time.Sleep(time.Millisecond) }
 	probeCopyGone = 50 * time.Millisecond
-	t.Cleanup(func() { probeCopyGone = 2 * time.Second })
 	err = CheckPortFree(port)
-	c = <-copies
-	defer reap(c)
+	c = copied()
 	var inUse *PortInUseError
 	if !errors.As(err, &inUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d (sleep 60)", c.Process.Pid)) {
 		t.Errorf("CheckPortFree(%d) with a copy of its probe held by pid %d for good = %v, want that pid named", port, c.Process.Pid, err)
 	}
 	reap(c)
+	free, err = FreePort()
+	c = copied()
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("pid %d (sleep 60)", c.Process.Pid)) {
+		t.Errorf("FreePort() with a copy of its probe held by pid %d for good = %d, %v; want an error naming it", c.Process.Pid, free, err)
+	}
+	reap(c)
 
-	// A stranger on [::1] beside the copy: the stranger alone is named.
+	// A stranger on [::1] beside the copy: the stranger alone is named, at
+	// once.
 	ln6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
 	if err != nil {
 		t.Skipf("no IPv6 listener on ::1 (%v)", err)
 	}
 	defer ln6.Close()
+	probeCopyWait = func() { t.Error("CheckPortFree waited for its probe's copy beside a stranger") }
 	err = CheckPortFree(port)
-	c = <-copies
-	defer reap(c)
+	c = copied()
 	if !errors.As(err, &inUse) || len(inUse.Holders) != 1 || inUse.Holders[0].PID != os.Getpid() {
 		t.Errorf("CheckPortFree(%d) with this test on [::1] and a copy of its probe held by pid %d = %v, want this test (pid %d) alone named", port, c.Process.Pid, err, os.Getpid())
 	}
