@@ -2,10 +2,11 @@ package judge
 
 import (
 	"fmt"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
 
 // docs/measuring.md's table of rounds to a load verdict, between these

@@ -3,10 +3,11 @@ package judge
 import (
 	"flag"
 	"fmt"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
 
 var update = flag.Bool("update", false, "rewrite README.md's table of the sequential rule from the code")
