@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise"
@@ -119,18 +121,104 @@ func shortErr(err error) string {
 	return err.Error()
 }
 
-// FreePort is a TCP port on 127.0.0.1 that nothing listens on now.
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on now, and
+// that this process has not given before.
+//
+// It is drawn at random below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), from FreeLow up, not asked of the kernel
+// with a bind to port 0: the kernel hands a port it has just taken back
+// to the next bind to port 0 (here, of 2,000 such binds by four goroutines
+// over two seconds, 261 got a port another had been given in the two
+// seconds before), so a second gate starting beside the first (a runner's
+// other job, a test's other run) was given the port the first had chosen
+// and not yet bound its serve to: one serve failed to bind, and the other
+// answered both gates. Below the ephemeral range the kernel gives out no
+// port by itself, and two draws meet once in thousands. Where that range
+// starts too low to leave room, the kernel's port 0 is asked.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	lo, hi := freeRange(readFile("/proc/sys/net/ipv4/ip_local_port_range"))
+	for range 64 {
+		ln, err := listenFresh(lo, hi)
+		if err != nil {
+			return 0, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		if !givenPorts.take(port) {
+			ln.Close()
+			continue
+		}
+		inodes, probe := closeProbe(ln, port)
+		if _, stayed := inodes[probe]; stayed {
+			hs, _ := holders(inodes, supervise.PIDs())
+			return 0, fmt.Errorf("port %d, free when probed, was still listened on by %s once the probe closed", port, (&PortInUseError{Port: port, Holders: hs}).who())
+		}
+		if len(inodes) == 0 {
+			return port, nil
+		}
+		// Something listens on another address of the port (::1): another.
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if inodes := closeProbe(ln, port); len(inodes) > 0 {
-		hs, _ := holders(inodes, supervise.PIDs())
-		return 0, fmt.Errorf("port %d, free when probed, was still listened on by %s once the probe closed", port, (&PortInUseError{Port: port, Holders: hs}).who())
+	return 0, errors.New("every port drawn was in use or given before")
+}
+
+// FreeLow is the lowest port FreePort draws.
+const FreeLow = 20000
+
+// freeRange is the ports FreePort draws from, [lo, hi), given the kernel's
+// ephemeral range as /proc says it ("32768\t60999"); 0, 0 when there is no
+// room below it (the kernel's port 0 is asked then).
+func freeRange(ephemeral string) (lo, hi int) {
+	f := strings.Fields(ephemeral)
+	if len(f) != 2 {
+		return 0, 0
 	}
-	return port, nil
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low-FreeLow < 1000 {
+		return 0, 0
+	}
+	return FreeLow, low
+}
+
+// listenFresh listens on a port drawn from [lo, hi) that nothing has, or on
+// the kernel's port 0 when the range is empty.
+func listenFresh(lo, hi int) (net.Listener, error) {
+	if hi <= lo {
+		return net.Listen("tcp", "127.0.0.1:0")
+	}
+	var err error
+	for range 64 {
+		var ln net.Listener
+		ln, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+rand.IntN(hi-lo))))
+		if err == nil {
+			return ln, nil
+		}
+	}
+	return nil, fmt.Errorf("no port free in 64 draws from %d-%d: %v", lo, hi-1, err)
+}
+
+// givenPorts are the ports FreePort has given in this process: never given
+// twice, so two runs of the gate in one process (a test's) never share one
+// whatever the kernel or the draw does.
+var givenPorts = portSet{m: map[int]bool{}}
+
+type portSet struct {
+	mu sync.Mutex
+	m  map[int]bool
+}
+
+// take marks port given, and says whether it was not given before.
+func (s *portSet) take(port int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[port] {
+		return false
+	}
+	s.m[port] = true
+	return true
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
 
 // PortInUseError is a port something else already listens on.
@@ -163,7 +251,7 @@ func CheckPortFree(port int) error {
 	}
 	// Something may listen on another address of the port (0.0.0.0 is
 	// covered by the bind above; a listener on ::1 only is not).
-	inodes := closeProbe(ln, port)
+	inodes, _ := closeProbe(ln, port)
 	if len(inodes) == 0 {
 		return nil
 	}
@@ -174,7 +262,8 @@ func CheckPortFree(port int) error {
 }
 
 // closeProbe closes ln, a probe of port, and returns the sockets that
-// listen on the port then, once a copy of the probe is gone: a copy that
+// listen on the port then, once a copy of the probe is gone, and the
+// probe's own inode: a copy that
 // stays is among them only if nothing else listens (it is then what keeps
 // the port).
 //
@@ -187,13 +276,13 @@ func CheckPortFree(port int) error {
 // gate's own probe, not a stranger, and it goes in microseconds. It is
 // waited for, up to probeCopyGone, so that nothing of the gate's is taken
 // for a stranger on the port and none keeps the serve from it.
-func closeProbe(ln net.Listener, port int) map[string]int {
-	probe := socketInode(ln)
+func closeProbe(ln net.Listener, port int) (inodes map[string]int, probe string) {
+	probe = socketInode(ln)
 	if afterProbe != nil {
 		afterProbe(ln)
 	}
 	ln.Close()
-	inodes := listeningSockets(port)
+	inodes = listeningSockets(port)
 	for deadline := time.Now().Add(probeCopyGone); onlyProbe(inodes, probe) && time.Now().Before(deadline); {
 		probeCopyWait()
 		inodes = listeningSockets(port)
@@ -201,7 +290,7 @@ func closeProbe(ln net.Listener, port int) map[string]int {
 	if len(inodes) > 1 {
 		delete(inodes, probe)
 	}
-	return inodes
+	return inodes, probe
 }
 
 // probeCopyGone is how long a copy of a probe of a port, held by a process

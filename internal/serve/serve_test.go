@@ -679,3 +679,54 @@ func TestDescendantsThroughThreadHandoff(t *testing.T) {
 		t.Errorf("Descendants missed the child or the grandchild of a process whose threads hand them on, %d times of 500", missed)
 	}
 }
+
+func TestFreeRange(t *testing.T) {
+	for _, tt := range []struct {
+		ephemeral string
+		lo, hi    int
+	}{
+		{"32768\t60999\n", FreeLow, 32768},
+		{"21000 60999", FreeLow, 21000},
+		{"20999 60999", 0, 0}, // less than 1000 ports below the range
+		{"1024 65000", 0, 0},
+		{"", 0, 0},
+		{"x 60999", 0, 0},
+		{"32768", 0, 0},
+	} {
+		if lo, hi := freeRange(tt.ephemeral); lo != tt.lo || hi != tt.hi {
+			t.Errorf("freeRange(%q) = %d, %d; want %d, %d", tt.ephemeral, lo, hi, tt.lo, tt.hi)
+		}
+	}
+}
+
+// TestFreePortNeverTwice: runs of the gate side by side in one process are
+// never given the same port, and the ports come from below the kernel's
+// ephemeral range where it leaves room (the kernel hands a port just given
+// back to the next bind to port 0).
+func TestFreePortNeverTwice(t *testing.T) {
+	lo, hi := freeRange(readFile("/proc/sys/net/ipv4/ip_local_port_range"))
+	var mu sync.Mutex
+	seen := map[int]bool{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				port, err := FreePort()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if seen[port] {
+					t.Errorf("FreePort() gave %d twice", port)
+				}
+				seen[port] = true
+				mu.Unlock()
+				if hi > lo && (port < lo || port >= hi) {
+					t.Errorf("FreePort() = %d, outside [%d, %d)", port, lo, hi)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
