@@ -180,9 +180,11 @@ func copyTree(t testing.TB, root, dst string) {
 	t.Helper()
 	ls := exec.Command("git", "ls-files", "-co", "--exclude-standard", "-z")
 	ls.Dir = root
+	var stderr strings.Builder
+	ls.Stderr = &stderr
 	names, err := ls.Output()
 	if err != nil {
-		t.Fatalf("git ls-files: %v", err)
+		t.Fatalf("git ls-files in %s: %v: %s\nthis test copies the files git knows of: run it in a clone of the repository (a source archive has no .git)", root, err, strings.TrimSpace(stderr.String()))
 	}
 	for _, name := range strings.Split(strings.TrimRight(string(names), "\x00"), "\x00") {
 		b, err := os.ReadFile(filepath.Join(root, name))
