@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/evidence"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/gate"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/history"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
@@ -73,6 +75,11 @@ func (e *env) judge(ctx context.Context, args []string) int {
 		e.stderr.Printf("npu-serve-smoke judge: %v", err)
 	}
 	keepRunRoute(res, runRoute, setFlags(fs))
+	if res.Run.Kind == report.KindReference {
+		// A recording is judged again whole: whether it can serve as a
+		// reference too, against what it recorded of its own asking.
+		gate.AddRecording(res, askedOf(res))
+	}
 	// The report quotes the serve's log: the runner reads no workflow
 	// commands while it is printed.
 	resume := e.cmds.Stop(e.raw)
@@ -208,6 +215,14 @@ func referenceFor(res *report.Result, path string) (*report.Reference, error) {
 	if err != nil {
 		return nil, err
 	}
+	return config.UseReference("--reference "+path, path, ref, askedOf(res))
+}
+
+// askedOf is what the finished run res asks of a reference: its
+// max_tokens, thinking, and the prompts of its first round (as the run
+// recorded them; a run made before it recorded them: every prompt it
+// asked), among every prompt it asked, each once.
+func askedOf(res *report.Result) config.ReferenceWant {
 	w := config.ReferenceWant{MaxTokens: res.Run.MaxTokens, Thinking: res.Run.Thinking, FirstRound: res.Run.FirstRound}
 	for i := range res.Replies {
 		w.Asked = append(w.Asked, res.Replies[i].Prompt)
@@ -215,8 +230,13 @@ func referenceFor(res *report.Result, path string) (*report.Reference, error) {
 	if len(w.FirstRound) == 0 {
 		w.FirstRound = w.Asked
 	}
-	w.Asked = append(w.Asked, w.FirstRound...)
-	return config.UseReference("--reference "+path, path, ref, w)
+	seen := map[string]bool{}
+	w.Asked = slices.DeleteFunc(append(slices.Clone(w.FirstRound), w.Asked...), func(p string) bool {
+		dup := seen[p]
+		seen[p] = true
+		return dup
+	})
+	return w
 }
 
 // parseDir parses a subcommand's flags around its one DIR argument, which

@@ -517,12 +517,19 @@ const Recording = "recording"
 
 // servesAsReference checks that res, a recording, can serve as the reference
 // of a run made with the same settings, as such a run will check it
-// (config.UseReference), and adds the recording assertion: a recording that
-// cannot serve fails, saying why, rather than pass and be refused by every
-// run.
+// (config.UseReference): AddRecording with the plan's own want.
 func (g *Gate) servesAsReference(res *report.Result) {
+	AddRecording(res, g.Plan.ReferenceWant())
+}
+
+// AddRecording adds the recording assertion to res, a recording, checked
+// against w, what a run of the recording's settings asks of its reference:
+// a recording that cannot serve fails, saying why, rather than pass and be
+// refused by every run. `judge DIR` adds it again to the recording it
+// judges.
+func AddRecording(res *report.Result, w config.ReferenceWant) {
 	a := judge.Assertion{Name: Recording, OK: true, Detail: "it can serve as the reference of a run of the same --prompts, --max-tokens, --thinking and --max-replies"}
-	if _, err := config.UseReference("this recording", "", res, g.Plan.ReferenceWant()); err != nil {
+	if _, err := config.UseReference("this recording", "", res, w); err != nil {
 		a.OK, a.Detail = false, "it cannot serve as a reference: "+err.Error()
 		res.Verdict = report.Fail
 	}
