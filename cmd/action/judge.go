@@ -74,11 +74,13 @@ func (e *env) judge(ctx context.Context, args []string) int {
 	if err := rejudge(ctx, dir, res, &c, bl); err != nil {
 		e.stderr.Printf("npu-serve-smoke judge: %v", err)
 	}
-	keepRunRoute(res, runRoute, setFlags(fs))
-	if res.Run.Kind == report.KindReference {
-		// A recording is judged again whole: whether it can serve as a
-		// reference too, against what it recorded of its own asking.
-		gate.AddRecording(res, askedOf(res))
+	// Cancelled, the log was read in part: the verdict stays Cancelled,
+	// never one judged on what was read.
+	if ctx.Err() == nil {
+		keepRunRoute(res, runRoute, setFlags(fs))
+		if res.Run.Kind == report.KindReference {
+			judgeRecording(res)
+		}
 	}
 	// The report quotes the serve's log: the runner reads no workflow
 	// commands while it is printed.
@@ -218,6 +220,18 @@ func referenceFor(res *report.Result, path string) (*report.Reference, error) {
 	return config.UseReference("--reference "+path, path, ref, askedOf(res))
 }
 
+// judgeRecording adds the recording assertion to res, a recording judged
+// again: whether it can serve as a reference, against what it recorded of
+// its own asking. Every recording keeps the prompts of its first round
+// (run.first_round): one without them cannot be checked, and fails.
+func judgeRecording(res *report.Result) {
+	if len(res.Run.FirstRound) == 0 {
+		gate.RecordingFailed(res, fmt.Errorf("%s names no prompt of its first round (run.first_round), which every recording keeps: the file was edited; record the reference again", report.ResultFile))
+		return
+	}
+	gate.AddRecording(res, askedOf(res))
+}
+
 // askedOf is what the finished run res asks of a reference: its
 // max_tokens, thinking, and the prompts of its first round (as the run
 // recorded them; a run made before it recorded them: every prompt it
@@ -230,13 +244,19 @@ func askedOf(res *report.Result) config.ReferenceWant {
 	if len(w.FirstRound) == 0 {
 		w.FirstRound = w.Asked
 	}
+	w.FirstRound = once(w.FirstRound)
+	w.Asked = once(append(slices.Clone(w.FirstRound), w.Asked...))
+	return w
+}
+
+// once is ps with each prompt at its first place only.
+func once(ps []string) []string {
 	seen := map[string]bool{}
-	w.Asked = slices.DeleteFunc(append(slices.Clone(w.FirstRound), w.Asked...), func(p string) bool {
+	return slices.DeleteFunc(slices.Clone(ps), func(p string) bool {
 		dup := seen[p]
 		seen[p] = true
 		return dup
 	})
-	return w
 }
 
 // parseDir parses a subcommand's flags around its one DIR argument, which

@@ -528,12 +528,18 @@ func (g *Gate) servesAsReference(res *report.Result) {
 // refused by every run. `judge DIR` adds it again to the recording it
 // judges.
 func AddRecording(res *report.Result, w config.ReferenceWant) {
-	a := judge.Assertion{Name: Recording, OK: true, Detail: "it can serve as the reference of a run of the same --prompts, --max-tokens, --thinking and --max-replies"}
 	if _, err := config.UseReference("this recording", "", res, w); err != nil {
-		a.OK, a.Detail = false, "it cannot serve as a reference: "+err.Error()
-		res.Verdict = report.Fail
+		RecordingFailed(res, err)
+		return
 	}
-	res.Assertions = append(res.Assertions, a)
+	res.Assertions = append(res.Assertions, judge.Assertion{Name: Recording, OK: true, Detail: "it can serve as the reference of a run of the same --prompts, --max-tokens, --thinking and --max-replies"})
+}
+
+// RecordingFailed adds a failed recording assertion to res, saying why the
+// recording cannot serve as a reference, and fails it.
+func RecordingFailed(res *report.Result, why error) {
+	res.Assertions = append(res.Assertions, judge.Assertion{Name: Recording, Detail: "it cannot serve as a reference: " + why.Error()})
+	res.Verdict = report.Fail
 }
 
 // stopText says why the gate stopped asking, for the log.
