@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/scripttest"
@@ -54,7 +55,21 @@ func needPrograms(t testing.TB) {
 }
 
 func TestScripts(t *testing.T) {
+	needDumpable(t)
 	testscript.Run(t, scripts("testdata/script"))
+}
+
+// needDumpable fails where a test before left this process not dumpable: a
+// gate run here (run(...)) that starts a serve hides its process from the
+// serve (PR_SET_DUMPABLE 0), and the scripts' gates, run as an ordinary
+// user, could then not see the sockets this process listens on (listen,
+// stranger), and would say so as of another user's process. Root sees
+// them all the same, so only this says it there.
+func needDumpable(t *testing.T) {
+	t.Helper()
+	if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err != nil || d != 1 {
+		t.Fatalf("this test process is not dumpable (prctl PR_GET_DUMPABLE = %d, %v): a test before ran a gate here that started a serve and did not make it dumpable again (TestRunInActions does, in its cleanup)", d, err)
+	}
 }
 
 // TestRootScripts are the scripts that need root: the serve held in a
