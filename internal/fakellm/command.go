@@ -75,7 +75,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opt.NoTimings, "no-timings", false, "never send timings")
 	fs.BoolVar(&opt.CPUPlatform, "cpu-platform", false, "play vLLM on its CPU platform: /metrics's vllm:cache_config_info sets cpu_kvcache_space_bytes (persona vllm)")
 	fs.IntVar(&opt.Slots, "slots", 0, "answer /props with this total_slots, as llama-server does (0: no /props)")
-	fs.StringVar(&opt.LoadMode, "load-mode", "", "how requests at once are taken: batch (decoded together, each slowed by --batch-cost for each other one), serial (one at a time, first in first out, --serial-pause-ms before each that waited) (default: each as if alone)")
+	fs.StringVar(&opt.LoadMode, "load-mode", "", "how requests at once are taken: batch (decoded together, each slowed by --batch-cost for each other one), serial (one at a time, first in first out, --serial-pause-ms before each that waited), slice (one device shared evenly: N at once decode at the rate of one), busy (one at a time; one arriving while another is in flight is answered at once, 200 OK, with \"Server busy, try again later.\") (default: each as if alone)")
 	fs.Float64Var(&opt.BatchCost, "batch-cost", 0.1, "--load-mode batch: each request's rate is divided by 1 + this x the others decoding")
 	fs.Float64Var(&opt.PauseMS, "serial-pause-ms", DefaultPauseMS, "--load-mode serial: the pause before a request that waited (FastFlowLM's 333 ms)")
 	fs.BoolVar(&opt.NeverReady, "never-ready", false, "health answers 503 forever")
@@ -111,8 +111,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fakellm: --kernel-noise %v, --kernel-skew %d: want a finite number of nats from 0, and a token number from 1 (0: none)\n", opt.Kernel.Noise, opt.Kernel.Skew)
 		return 2
 	}
-	if opt.LoadMode != LoadIndependent && opt.LoadMode != LoadBatch && opt.LoadMode != LoadSerial || !(opt.BatchCost >= 0) || !(opt.PauseMS >= 0) {
-		fmt.Fprintf(stderr, "fakellm: --load-mode %q, --batch-cost %v, --serial-pause-ms %v: want batch or serial, and numbers from 0\n", opt.LoadMode, opt.BatchCost, opt.PauseMS)
+	if _, ok := loadModes[opt.LoadMode]; !ok || !(opt.BatchCost >= 0) || !(opt.PauseMS >= 0) {
+		fmt.Fprintf(stderr, "fakellm: --load-mode %q, --batch-cost %v, --serial-pause-ms %v: want one of %s, and numbers from 0\n", opt.LoadMode, opt.BatchCost, opt.PauseMS, strings.Join(LoadModeNames(), ", "))
 		return 2
 	}
 	opt.Rates, opt.FirstTokenMS = p.rates, p.firstMS

@@ -98,7 +98,7 @@ type Options struct {
 	Kernel Kernel
 
 	// LoadMode is how requests that come at once are taken: LoadBatch,
-	// LoadSerial, or LoadIndependent. BatchCost is LoadBatch's slowdown for
+	// LoadSerial, LoadSlice, LoadBusy, or LoadIndependent. BatchCost is LoadBatch's slowdown for
 	// each other request decoding; PauseMS is LoadSerial's pause before a
 	// request that waited.
 	// Slots, when above 0, is answered on /props as total_slots, as
@@ -139,6 +139,8 @@ type Server struct {
 	// time under --load-mode serial.
 	decoding atomic.Int64
 	serial   fifo
+	// inFlight is a request being answered, under --load-mode busy.
+	inFlight atomic.Bool
 }
 
 // stats are Lemonade's figures of the last request.
@@ -323,7 +325,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if s.opt.AnswerTokens > 0 && s.opt.AnswerTokens < req.MaxTokens {
 		finish = "stop"
 	}
-	if s.opt.LoadMode == LoadSerial {
+	mode := loadModes[s.opt.LoadMode]
+	if mode.refuse != "" {
+		if !s.inFlight.CompareAndSwap(false, true) {
+			s.refuse(w, req, n, mode.refuse)
+			return
+		}
+		defer s.inFlight.Store(false)
+	}
+	if mode.queue {
 		if !s.serial.acquire(r.Context()) {
 			return
 		}
@@ -473,9 +483,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req chatRequest,
 	if s.opt.Burst {
 		held = []byte{}
 	}
+	next := first
 	for i, tok := range tokens {
-		if rate > 0 && i > 0 && !sleepUntil(r, first.Add(time.Duration(float64(i)/rate*float64(time.Second)))) {
-			return
+		if rate > 0 && i > 0 {
+			next = next.Add(s.tokenWait(rate))
+			if !sleepUntil(r, next) {
+				return
+			}
 		}
 		if i == 3 && n == s.opt.ExitMidStream {
 			s.logf("fatal: device lost in the middle of request %d", n)
