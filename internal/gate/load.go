@@ -42,7 +42,7 @@ func (g *Gate) loadRounds(res *report.Result, a *asker, base string) {
 		g.logf("load: not measured: %s", why)
 		return
 	}
-	single := judge.SingleOf(res.Replies)
+	single := judge.SingleOf(res.Replies, res.Limits.RateSource)
 	// No logprobs under load: the rounds judge timing, and N streams of
 	// top-5 alternatives would swell result.json past what judge reads.
 	pr := g.prober(base)
@@ -62,7 +62,7 @@ func (g *Gate) loadRounds(res *report.Result, a *asker, base string) {
 		}
 		replies := a.round(pr, n, p.Load)
 		lr.Rounds = append(lr.Rounds, replies)
-		rd := judge.RoundOf(n, replies, single.Rate)
+		rd := judge.RoundOf(n, replies, single)
 		rounds = append(rounds, rd)
 		g.logf("%s", roundLine(rd))
 		if rd.Failed != "" && a.ctx.Err() == nil {

@@ -44,6 +44,15 @@ const FIFOMargin = 0.5
 // said to have run one at a time.
 const OneAtATime = 1.5
 
+// MaxStreams is the most streams a run asks at once (--load).
+const MaxStreams = 64
+
+// MinStreamTokens is the least a stream under load decodes, as a fraction of
+// the shortest single reply: a stream that decoded less (a refusal in band,
+// "Server busy" with 200 OK and finish_reason "stop") is not a completed
+// request.
+const MinStreamTokens = 0.5
+
 // LoadLimits are the load assertion's settings.
 type LoadLimits struct {
 	Streams int    `json:"streams"` // --load: N
@@ -102,11 +111,20 @@ type Single struct {
 	Rate    float64 // median decode rate from the stream, tok/s; 0: none
 	FirstMS float64 // median first token, ms
 	ReplyMS float64 // median whole reply, ms
+	// Tokens is the fewest tokens a single reply that did not fail decoded,
+	// of those that decoded any (0: none did); a stream under load decodes
+	// MinStreamTokens of it at least.
+	Tokens int
+	// Source is the rate source the run judges (RateClient or
+	// RateServer): a stream under load has its own rate the same way.
+	Source string
 }
 
-// SingleOf are the single-stream medians of replies.
-func SingleOf(replies []measure.Reply) Single {
+// SingleOf are the single-stream medians of replies, whose rates the run
+// judges from source.
+func SingleOf(replies []measure.Reply, source string) Single {
 	var rates, first, whole []float64
+	tokens := 0
 	for i := range replies {
 		r := &replies[i]
 		if v, why := r.DecodeRate(); why == "" {
@@ -117,13 +135,63 @@ func SingleOf(replies []measure.Reply) Single {
 		}
 		if r.Error == "" {
 			whole = append(whole, r.EndMS)
+			if n, _ := r.Tokens(); n > 0 && (tokens == 0 || n < tokens) {
+				tokens = n
+			}
 		}
 	}
-	return Single{Rate: stats.Median(rates), FirstMS: stats.Median(first), ReplyMS: stats.Median(whole)}
+	return Single{Rate: stats.Median(rates), FirstMS: stats.Median(first), ReplyMS: stats.Median(whole), Tokens: tokens, Source: source}
 }
 
-// RoundOf figures round n's replies, against the single-stream median rate.
-func RoundOf(n int, replies []measure.Reply, single float64) Round {
+// incomplete says why a stream under load that arrived is not a completed
+// request, or "": it decodes what a single reply does, at least
+// MinStreamTokens of the shortest single reply's tokens, and has a decode
+// rate of its own, had as the run's single replies have theirs.
+func incomplete(r *measure.Reply, s Single) string {
+	var why []string
+	if n, _ := r.Tokens(); float64(n) < MinStreamTokens*float64(s.Tokens) {
+		why = append(why, fmt.Sprintf("%s, under half the %d of the shortest single reply", tokenCount(n), s.Tokens))
+	}
+	if _, no := (Limits{RateSource: s.Source}).RateOf(r); no != "" {
+		why = append(why, fmt.Sprintf("no decode rate of its own (%s)", no))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	said := r.Content
+	if said == "" {
+		said = r.Reasoning
+	}
+	return fmt.Sprintf("is not a completed reply: %s; it said %s", strings.Join(why, ", and "), quote.Cut(said, contentQuote))
+}
+
+// tokenCount is n tokens in words.
+func tokenCount(n int) string {
+	if n == 1 {
+		return "1 token"
+	}
+	return fmt.Sprintf("%d tokens", n)
+}
+
+// badTimes says why a reply's times cannot be a stream's, or "": each
+// finite and not negative, the last token not before the first.
+func badTimes(r *measure.Reply, first float64) string {
+	bad := func(v float64) bool { return !(v >= 0) || math.IsInf(v, 0) }
+	last := *r.LastMS
+	if bad(first) || bad(last) || bad(r.EndMS) || last < first {
+		return fmt.Sprintf("its times cannot be a stream's: first token %v ms, last %v ms, end %v ms", first, last, r.EndMS)
+	}
+	for _, a := range r.Arrivals {
+		if bad(a.MS) || a.Chunks < 0 {
+			return fmt.Sprintf("its times cannot be a stream's: %d chunks arrived at %v ms", a.Chunks, a.MS)
+		}
+	}
+	return ""
+}
+
+// RoundOf figures round n's replies, against the run's single-stream
+// figures.
+func RoundOf(n int, replies []measure.Reply, single Single) Round {
 	rd := Round{N: n}
 	type stream struct {
 		first, last float64 // ms after the round's origin
@@ -161,6 +229,14 @@ func RoundOf(n int, replies []measure.Reply, single float64) Round {
 		}
 		if !ok || r.LastMS == nil {
 			rd.Failed = fmt.Sprintf("stream %d: no content arrived", i+1)
+			continue
+		}
+		if why := badTimes(r, f); why != "" {
+			rd.Failed = fmt.Sprintf("stream %d: %s", i+1, why)
+			continue
+		}
+		if why := incomplete(r, single); why != "" {
+			rd.Failed = fmt.Sprintf("stream %d %s", i+1, why)
 			continue
 		}
 		start := float64(r.T0.Sub(origin)) / 1e6
@@ -218,8 +294,8 @@ func RoundOf(n int, replies []measure.Reply, single float64) Round {
 		}
 		rd.Aggregate = float64(tokens) / (rd.SpanMS / 1000)
 	}
-	if single > 0 {
-		rd.Efficiency = rd.Aggregate / (float64(len(replies)) * single)
+	if single.Rate > 0 {
+		rd.Efficiency = rd.Aggregate / (float64(len(replies)) * single.Rate)
 	}
 	// The gaps of streams that ran one after another.
 	order := slices.Clone(ss)
@@ -285,11 +361,44 @@ func LoadStop(rounds []Round, l LoadLimits, s Single, firstTokenMS float64, lead
 	return signs.FirstToken.Decided && (signs.Efficiency == nil || signs.Efficiency.Decided)
 }
 
+// Nonsense says what in the load limits and rounds read back from a run
+// cannot be a run's, each problem once; none when all can: 2 to
+// MaxStreams streams, batch or serial, an efficiency floor above 0 and at
+// most 1, a finite first-token limit above 0, no more rounds than
+// --load-max-rounds, each of the streams asked (the first round that is not
+// named).
+func (lr *LoadRun) Nonsense() []string {
+	l := lr.Limits
+	var bad []string
+	if l.Streams < 2 || l.Streams > MaxStreams {
+		bad = append(bad, fmt.Sprintf("%d streams (a run asks 2 to %d)", l.Streams, MaxStreams))
+	}
+	if l.Expect != LoadBatch && l.Expect != LoadSerial {
+		bad = append(bad, fmt.Sprintf("expect %s (batch or serial)", quote.Cut(l.Expect, 20)))
+	}
+	if !(l.Efficiency > 0 && l.Efficiency <= 1) {
+		bad = append(bad, fmt.Sprintf("efficiency floor %v (above 0, at most 1)", l.Efficiency))
+	}
+	if !(l.FirstTokenMS > 0) || math.IsInf(l.FirstTokenMS, 0) {
+		bad = append(bad, fmt.Sprintf("first-token limit %v ms (above 0, finite)", l.FirstTokenMS))
+	}
+	if len(lr.Rounds) > l.MaxRounds {
+		bad = append(bad, fmt.Sprintf("%d rounds, at most %d asked", len(lr.Rounds), l.MaxRounds))
+	}
+	for i, round := range lr.Rounds {
+		if len(round) != l.Streams {
+			bad = append(bad, fmt.Sprintf("round %d has %d streams of %d", i+1, len(round), l.Streams))
+			break
+		}
+	}
+	return bad
+}
+
 // Rounds figures every round of the run.
 func (lr *LoadRun) Figures(s Single) []Round {
 	var out []Round
 	for i, replies := range lr.Rounds {
-		out = append(out, RoundOf(i+1, replies, s.Rate))
+		out = append(out, RoundOf(i+1, replies, s))
 	}
 	return out
 }
@@ -306,7 +415,11 @@ func judgeLoad(in Input) Assertion {
 		a.Detail = "not measured: " + why
 		return a
 	}
-	s := SingleOf(in.Replies)
+	if bad := lr.Nonsense(); len(bad) > 0 {
+		a.Detail = "not judged: the load limits and rounds read back cannot be a run's: " + strings.Join(bad, "; ")
+		return a
+	}
+	s := SingleOf(in.Replies, in.Limits.RateSource)
 	if s.Rate <= 0 {
 		a.Detail = "no single-stream decode rate to compare the rounds with: η cannot be figured"
 		return a

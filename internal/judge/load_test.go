@@ -2,6 +2,7 @@ package judge
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func serialised(n int, pauseMS float64) []measure.Reply {
 func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
 func TestRoundBatched(t *testing.T) {
-	rd := RoundOf(1, batched(4, 80, 250), 100)
+	rd := RoundOf(1, batched(4, 80, 250), Single{Rate: 100})
 	if rd.Conservative || rd.Failed != "" {
 		t.Fatalf("round %+v: want a window where all decode", rd)
 	}
@@ -70,7 +71,7 @@ func TestRoundBatched(t *testing.T) {
 // of the streams' rates (400 tok/s, η 1.0) would call it perfect; the round
 // says it decoded one at a time.
 func TestRoundSerialisedIsNotTheSumOfRates(t *testing.T) {
-	rd := RoundOf(1, serialised(4, 0), 100)
+	rd := RoundOf(1, serialised(4, 0), Single{Rate: 100})
 	sum := 0.0
 	for _, v := range rd.Rates {
 		sum += v
@@ -100,7 +101,7 @@ func TestRoundTokensPerChunk(t *testing.T) {
 	for i := range rs {
 		rs[i].CompletionTokens = ptr(256)
 	}
-	if rd := RoundOf(1, rs, 100); !near(rd.Aggregate, 640, 1) {
+	if rd := RoundOf(1, rs, Single{Rate: 100}); !near(rd.Aggregate, 640, 1) {
 		t.Errorf("aggregate %.1f, want 640", rd.Aggregate)
 	}
 }
@@ -110,7 +111,7 @@ func TestRoundTokensPerChunk(t *testing.T) {
 func TestRoundLengthsDiffer(t *testing.T) {
 	rs := batched(3, 100, 200)
 	rs = append(rs, stream(4, 0, 200, 100, 4)) // 30 ms of decode
-	rd := RoundOf(1, rs, 100)
+	rd := RoundOf(1, rs, Single{Rate: 100})
 	if !rd.Conservative || !near(rd.WindowMS, 30, 1e-6) {
 		t.Fatalf("round %+v: want conservative, window 30 ms", rd)
 	}
@@ -120,11 +121,11 @@ func TestRoundLengthsDiffer(t *testing.T) {
 	// At the edge: a window of exactly MinWindow of the median span is read.
 	rs = batched(2, 100, 200)
 	rs[1].T0 = rs[1].T0.Add(635 * time.Millisecond) // half of 1270 ms overlaps
-	if rd := RoundOf(1, rs, 100); rd.Conservative || !near(rd.WindowMS, 635, 1e-6) {
+	if rd := RoundOf(1, rs, Single{Rate: 100}); rd.Conservative || !near(rd.WindowMS, 635, 1e-6) {
 		t.Errorf("round %+v: a window of half the span is read", rd)
 	}
 	rs[1].T0 = rs[1].T0.Add(time.Millisecond)
-	if rd := RoundOf(1, rs, 100); !rd.Conservative {
+	if rd := RoundOf(1, rs, Single{Rate: 100}); !rd.Conservative {
 		t.Errorf("round %+v: a window under half the span is not read", rd)
 	}
 }
@@ -135,7 +136,7 @@ func TestRoundWithoutArrivals(t *testing.T) {
 	rs := batched(2, 100, 200)
 	rs[1].Arrivals = nil
 	rs[1].T0 = rs[1].T0.Add(300 * time.Millisecond)
-	rd := RoundOf(1, rs, 100)
+	rd := RoundOf(1, rs, Single{Rate: 100})
 	// The window: 970 ms, in which stream 1 sent 97 tokens and stream 2
 	// 127 x 970/1270.
 	if want := (97 + 127*970.0/1270) / 0.97; rd.Conservative || !near(rd.Aggregate, want, 0.01) {
@@ -148,20 +149,20 @@ func TestRoundWithoutArrivals(t *testing.T) {
 // is infinite.
 func TestRoundChunksFromArrivals(t *testing.T) {
 	rs := batched(4, 80, 250)
-	want := RoundOf(1, rs, 100).Aggregate
+	want := RoundOf(1, rs, Single{Rate: 100}).Aggregate
 	for i := range rs {
 		rs[i].Chunks = 0
 	}
-	if got := RoundOf(1, rs, 100).Aggregate; !near(got, want, 1e-9) {
+	if got := RoundOf(1, rs, Single{Rate: 100}).Aggregate; !near(got, want, 1e-9) {
 		t.Errorf("aggregate %v with no chunk count, %v with it", got, want)
 	}
 }
 
-// Most streams of one token (no decode span): no window, whatever the median
-// span, and a finite aggregate.
+// Most streams of one token (no decode span), judged on the serve's own
+// rates: no window, whatever the median span, and a finite aggregate.
 func TestRoundMostlyOneToken(t *testing.T) {
 	rs := []measure.Reply{stream(1, 0, 200, 100, 1), stream(2, 0, 200, 100, 1), stream(3, 0, 200, 100, 1), stream(4, 0, 200, 100, 128)}
-	rd := RoundOf(1, rs, 100)
+	rd := RoundOf(1, rs, Single{Rate: 100, Source: RateServer})
 	if !rd.Conservative || rd.WindowMS != 0 || !near(rd.Aggregate, 100, 1e-9) {
 		t.Errorf("round %+v: want conservative, no window, 127 tokens over 1.27 s", rd)
 	}
@@ -170,38 +171,38 @@ func TestRoundMostlyOneToken(t *testing.T) {
 func TestRoundFailures(t *testing.T) {
 	rs := batched(3, 100, 200)
 	rs[1] = measure.Reply{N: 2, T0: epoch, Error: "HTTP 503: server busy\x1b[2J"}
-	rd := RoundOf(2, rs, 100)
+	rd := RoundOf(2, rs, Single{Rate: 100})
 	if rd.Failed != `stream 2 failed: "HTTP 503: server busy\x1b[2J"` {
 		t.Errorf("failed %q", rd.Failed)
 	}
 	// The streams after a failed one still give their figures.
 	rs[2].FirstMS = ptr(900.0)
-	if rd := RoundOf(2, rs, 100); len(rd.Rates) != 3 || len(rd.FirstMS) != 2 || rd.WorstFirstMS != 900 {
+	if rd := RoundOf(2, rs, Single{Rate: 100}); len(rd.Rates) != 3 || len(rd.FirstMS) != 2 || rd.WorstFirstMS != 900 {
 		t.Errorf("rates %v, first %v, worst %v: the streams after the failed one are left out", rd.Rates, rd.FirstMS, rd.WorstFirstMS)
 	}
 	rs[2] = stream(3, 0, 200, 100, 128)
 	rs[1] = measure.Reply{N: 2, T0: epoch, EndMS: 5}
-	if rd := RoundOf(2, rs, 100); rd.Failed != "stream 2: no content arrived" {
+	if rd := RoundOf(2, rs, Single{Rate: 100}); rd.Failed != "stream 2: no content arrived" {
 		t.Errorf("failed %q", rd.Failed)
 	}
 	rs[1] = stream(2, 0, 200, 100, 128)
 	rs[1].LastMS = nil
-	if rd := RoundOf(2, rs, 100); rd.Failed != "stream 2: no content arrived" || len(rd.Rates) != 3 || len(rd.FirstMS) != 3 {
+	if rd := RoundOf(2, rs, Single{Rate: 100}); rd.Failed != "stream 2: no content arrived" || len(rd.Rates) != 3 || len(rd.FirstMS) != 3 {
 		t.Errorf("a first token and no last: failed %q, rates %v, first %v", rd.Failed, rd.Rates, rd.FirstMS)
 	}
 	// Two failures: the first is named, and the streams after still count.
 	rs[0] = measure.Reply{N: 1, T0: epoch, Error: "first"}
-	if rd := RoundOf(2, rs, 100); rd.Failed != `stream 1 failed: "first"` || len(rd.Rates) != 3 || len(rd.FirstMS) != 2 {
+	if rd := RoundOf(2, rs, Single{Rate: 100}); rd.Failed != `stream 1 failed: "first"` || len(rd.Rates) != 3 || len(rd.FirstMS) != 2 {
 		t.Errorf("failed %q, rates %v, first %v", rd.Failed, rd.Rates, rd.FirstMS)
 	}
-	if rd := RoundOf(1, nil, 100); rd.Failed != "no stream was asked" {
+	if rd := RoundOf(1, nil, Single{Rate: 100}); rd.Failed != "no stream was asked" {
 		t.Errorf("failed %q", rd.Failed)
 	}
 	burst := []measure.Reply{stream(1, 0, 200, 100, 1), stream(2, 0, 200, 100, 1)}
-	if rd := RoundOf(1, burst, 100); !strings.Contains(rd.Failed, "one burst") {
+	if rd := RoundOf(1, burst, Single{Rate: 100, Source: RateServer}); rd.Failed != "no stream took any time to decode: each arrived in one burst" {
 		t.Errorf("failed %q", rd.Failed)
 	}
-	if rd := RoundOf(1, batched(2, 50, 200), 0); rd.Efficiency != 0 || rd.Failed != "" {
+	if rd := RoundOf(1, batched(2, 50, 200), Single{}); rd.Efficiency != 0 || rd.Failed != "" {
 		t.Errorf("no single rate: η %v, failed %q", rd.Efficiency, rd.Failed)
 	}
 }
@@ -209,7 +210,7 @@ func TestRoundFailures(t *testing.T) {
 func TestSingleOf(t *testing.T) {
 	rs := append([]measure.Reply{}, single...)
 	rs = append(rs, measure.Reply{N: 4, Error: "boom", EndMS: 99999})
-	s := SingleOf(rs)
+	s := SingleOf(rs, RateClient)
 	if !near(s.Rate, 100, 1e-9) || s.FirstMS != 200 || !near(s.ReplyMS, 1471, 1e-9) {
 		t.Errorf("single %+v", s)
 	}
@@ -311,7 +312,7 @@ func TestJudgeLoadFailures(t *testing.T) {
 	if a.OK || !strings.HasPrefix(a.Detail, `4 streams asked at once, and a request failed under load: round 2: stream 3 failed: "HTTP 429: queue full\n<b>" (each: round 1 η 0.80`) {
 		t.Errorf("ok %v: %s", a.OK, a.Detail)
 	}
-	if a := loadRow(t, loadInput(batchLimits, bad[2:3])); !strings.Contains(a.Detail, "(each: round 1 failed; p95 over 0 streams, descriptive, not judged: first token 0 ms, per-token time none)") {
+	if a := loadRow(t, loadInput(batchLimits, []measure.Reply{bad[2], bad[2], bad[2], bad[2]})); !strings.Contains(a.Detail, "(each: round 1 failed; p95 over 0 streams, descriptive, not judged: first token 0 ms, per-token time none)") {
 		t.Errorf("no figures: %s", a.Detail)
 	}
 	if a := loadRow(t, loadInput(batchLimits, bad, r, bad)); !strings.Contains(a.Detail, "round 1: stream 3 failed") || !strings.Contains(a.Detail, "round 3: stream 3 failed") {
@@ -350,8 +351,8 @@ func TestJudgeLoadFailures(t *testing.T) {
 // The rounds stop as the replies do: a count decided by --lead, a failed
 // round, or --load-max-rounds; at the cap the median decides.
 func TestLoadStop(t *testing.T) {
-	s := SingleOf(single)
-	good, slow := RoundOf(1, batched(4, 80, 250), s.Rate), RoundOf(1, batched(4, 20, 250), s.Rate)
+	s := SingleOf(single, RateClient)
+	good, slow := RoundOf(1, batched(4, 80, 250), s), RoundOf(1, batched(4, 20, 250), s)
 	failed := Round{Failed: "stream 1 failed"}
 	for _, tc := range []struct {
 		name   string
@@ -406,13 +407,13 @@ func TestJudgeLoadEdges(t *testing.T) {
 	l := batchLimits
 	l.Efficiency, l.Streams = 0.6, 3
 	r := append(batched(2, 100, 200), stream(3, 0, 1470, 100, 128))
-	if rd := RoundOf(1, r, 100); rd.Concurrency != 1.5 {
+	if rd := RoundOf(1, r, Single{Rate: 100}); rd.Concurrency != 1.5 {
 		t.Fatalf("concurrency %v, the test wants 1.5", rd.Concurrency)
 	}
 	if a := loadRow(t, loadInput(l, r)); a.OK || !strings.HasPrefix(a.Detail, "3 streams asked, 1.5 decoding at once: together they decode at η 0.50 of 3 single streams, below the floor 0.60") {
 		t.Errorf("ok %v: %s", a.OK, a.Detail)
 	}
-	serial := LoadLimits{Streams: 4, Expect: LoadSerial, MaxRounds: 11}
+	serial := LoadLimits{Streams: 4, Expect: LoadSerial, Efficiency: 0.5, FirstTokenMS: 1200, MaxRounds: 11}
 	in := loadInput(serial, batched(4, 100, 7500))
 	// (4 - 1) x 1471 + 587 = 5000, and half again: 7500.
 	in.Limits.FirstTokenMS = 587
@@ -429,7 +430,7 @@ func TestJudgeLoadEdges(t *testing.T) {
 // token at the limit meet them; a failed round counts no sign, and the
 // rounds after it still do.
 func TestLoadSignsOf(t *testing.T) {
-	s := SingleOf(single)
+	s := SingleOf(single, RateClient)
 	at := Round{Efficiency: 0.5, WorstFirstMS: 1200}
 	below := Round{Efficiency: 0.49, WorstFirstMS: 1201}
 	signs, failed := LoadSignsOf([]Round{{Failed: "x"}, at, below}, batchLimits, s, 600, 3)
@@ -448,8 +449,184 @@ func TestLoadSignsOf(t *testing.T) {
 // gap between them.
 func TestRoundNoGap(t *testing.T) {
 	rs := []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 1470, 100, 128), stream(3, 0, 2840, 100, 128)}
-	rd := RoundOf(1, rs, 100)
+	rd := RoundOf(1, rs, Single{Rate: 100})
 	if rd.Gaps != 1 || !near(rd.GapMS, 100, 1e-9) {
 		t.Errorf("gaps %d of %.1f ms, want 1 of 100 (the first two are back to back)", rd.Gaps, rd.GapMS)
+	}
+}
+
+// busy is a reply a serve gives in band to a request it will not take: at
+// once, 200 OK, one chunk of text and finish_reason "stop".
+func busy(n int, text string) measure.Reply {
+	return measure.Reply{N: n, T0: epoch, Prompt: "p", Content: text, FinishReason: "stop",
+		FirstMS: ptr(2.0), LastMS: ptr(2.0), EndMS: 3, Chunks: 1, Arrivals: []measure.Arrival{{MS: 2, Chunks: 1}}}
+}
+
+// A serve that answers every request arriving while another is in flight
+// with "Server busy" has not completed them: the row fails, naming the
+// stream and quoting what it said, whatever was expected.
+func TestJudgeLoadRefusedInBand(t *testing.T) {
+	r := []measure.Reply{stream(1, 0, 200, 100, 128), busy(2, "Server busy, try again later."), busy(3, "Server busy, try again later."), busy(4, "Server busy, try again later.")}
+	serial := LoadLimits{Streams: 4, Expect: LoadSerial, Efficiency: 0.5, FirstTokenMS: 1200, MaxRounds: 11}
+	want := `4 streams asked at once, and a request failed under load: round 1: stream 2 is not a completed reply: 1 token, under half the 128 of the shortest single reply, and no decode rate of its own (1 token, too few for a rate); it said "Server busy, try again later."; round 2: stream 2`
+	for _, l := range []LoadLimits{serial, batchLimits} {
+		if a := loadRow(t, loadInput(l, r, r, r)); a.OK || !strings.HasPrefix(a.Detail, want) {
+			t.Errorf("%s expected: ok %v: %s\nwant the prefix %s", l.Expect, a.OK, a.Detail, want)
+		}
+	}
+}
+
+// The load limits read back from a run are checked: nonsense is never
+// judged, and the row says what it is.
+func TestJudgeLoadNonsense(t *testing.T) {
+	r := batched(4, 80, 250)
+	for _, tc := range []struct {
+		name string
+		set  func(lr *LoadRun)
+		want string
+	}{
+		{"streams negative", func(lr *LoadRun) { lr.Limits.Streams = -3 }, "-3 streams (a run asks 2 to 64)"},
+		{"streams one", func(lr *LoadRun) { lr.Limits.Streams = 1 }, "1 streams (a run asks 2 to 64)"},
+		{"streams many", func(lr *LoadRun) { lr.Limits.Streams = 65 }, "65 streams (a run asks 2 to 64)"},
+		{"expect", func(lr *LoadRun) { lr.Limits.Expect = "many\n" }, `expect "many\n" (batch or serial)`},
+		{"efficiency NaN", func(lr *LoadRun) { lr.Limits.Efficiency = math.NaN() }, "efficiency floor NaN (above 0, at most 1)"},
+		{"efficiency zero", func(lr *LoadRun) { lr.Limits.Efficiency = 0 }, "efficiency floor 0 (above 0, at most 1)"},
+		{"efficiency above 1", func(lr *LoadRun) { lr.Limits.Efficiency = 1.0001 }, "efficiency floor 1.0001 (above 0, at most 1)"},
+		{"first token zero", func(lr *LoadRun) { lr.Limits.FirstTokenMS = 0 }, "first-token limit 0 ms (above 0, finite)"},
+		{"first token NaN", func(lr *LoadRun) { lr.Limits.FirstTokenMS = math.NaN() }, "first-token limit NaN ms (above 0, finite)"},
+		{"first token infinite", func(lr *LoadRun) { lr.Limits.FirstTokenMS = math.Inf(1) }, "first-token limit +Inf ms (above 0, finite)"},
+		{"max rounds", func(lr *LoadRun) { lr.Limits.MaxRounds = 0 }, "3 rounds, at most 0 asked"},
+		{"more rounds than asked", func(lr *LoadRun) { lr.Limits.MaxRounds = 2 }, "3 rounds, at most 2 asked"},
+		{"a round short", func(lr *LoadRun) { lr.Rounds[1] = lr.Rounds[1][:3] }, "round 2 has 3 streams of 4"},
+		{"two rounds short", func(lr *LoadRun) { lr.Rounds[1], lr.Rounds[2] = lr.Rounds[1][:3], lr.Rounds[2][:2] }, "round 2 has 3 streams of 4\x00"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadInput(batchLimits, r, r, slices.Clone(r))
+			tc.set(in.Load)
+			a := loadRow(t, in)
+			// \x00: the detail ends there.
+			if a.OK || !strings.HasPrefix(a.Detail, "not judged: the load limits and rounds read back cannot be a run's: ") || !strings.Contains(a.Detail+"\x00", tc.want) {
+				t.Errorf("ok %v: %s\nwant %q", a.OK, a.Detail, tc.want)
+			}
+		})
+	}
+	// Every problem at once.
+	in := loadInput(batchLimits, r)
+	in.Load.Limits.Streams, in.Load.Limits.Efficiency = -3, math.NaN()
+	if a := loadRow(t, in); !strings.Contains(a.Detail, "-3 streams (a run asks 2 to 64); efficiency floor NaN") {
+		t.Errorf("both problems: %s", a.Detail)
+	}
+	// At the edges: what a run can have is judged.
+	for _, set := range []func(l *LoadLimits){
+		func(l *LoadLimits) { l.Efficiency = 1 },
+		func(l *LoadLimits) { l.MaxRounds = 1 },
+		func(l *LoadLimits) { l.FirstTokenMS = 0.001 },
+	} {
+		l := batchLimits
+		set(&l)
+		if a := loadRow(t, loadInput(l, r)); strings.HasPrefix(a.Detail, "not judged") {
+			t.Errorf("limits %+v are a run's: %s", l, a.Detail)
+		}
+	}
+	if a := loadRow(t, loadInput(LoadLimits{Streams: 2, Expect: LoadBatch, Efficiency: 0.65, FirstTokenMS: 1200, MaxRounds: 1}, r[:2])); strings.HasPrefix(a.Detail, "not judged") {
+		t.Errorf("2 streams are a run's: %s", a.Detail)
+	}
+	most := &LoadRun{Limits: LoadLimits{Streams: MaxStreams, Expect: LoadSerial, Efficiency: 0.5, FirstTokenMS: 1200, MaxRounds: 1}}
+	if bad := most.Nonsense(); len(bad) != 0 {
+		t.Errorf("%d streams are a run's: %q", MaxStreams, bad)
+	}
+}
+
+
+// A stream under load decodes what a single reply does: at least half the
+// shortest single reply's tokens, and a rate of its own, had as the run's
+// single replies have theirs.
+func TestRoundIncomplete(t *testing.T) {
+	s := SingleOf(single, RateClient)
+	if s.Tokens != 128 || s.Source != RateClient {
+		t.Fatalf("single %+v: want 128 tokens, client", s)
+	}
+	at := func(tokens int) []measure.Reply {
+		return []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 200, 100, tokens)}
+	}
+	if rd := RoundOf(1, at(64), s); rd.Failed != "" {
+		t.Errorf("half the tokens exactly: failed %q", rd.Failed)
+	}
+	if rd := RoundOf(1, at(63), s); rd.Failed != `stream 2 is not a completed reply: 63 tokens, under half the 128 of the shortest single reply; it said "The capital of France is Paris, a city on the Seine."` {
+		t.Errorf("under half: failed %q", rd.Failed)
+	}
+	// One burst of every token: no rate of the stream's, but the serve's
+	// own where the run judges that.
+	whole := at(128)
+	whole[1].Arrivals = []measure.Arrival{{MS: 200, Chunks: 128}}
+	whole[1].LastMS = ptr(200.0)
+	if rd := RoundOf(1, whole, s); rd.Failed != `stream 2 is not a completed reply: no decode rate of its own (`+measure.Burst+`); it said "The capital of France is Paris, a city on the Seine."` {
+		t.Errorf("one burst: failed %q", rd.Failed)
+	}
+	s.Source = RateServer
+	if rd := RoundOf(1, whole, s); rd.Failed != "" {
+		t.Errorf("one burst, the serve's own rate judged: failed %q", rd.Failed)
+	}
+	// What it said is quoted, cut, and the reasoning when it said no
+	// content.
+	r := []measure.Reply{stream(1, 0, 200, 100, 128), busy(2, strings.Repeat("busy\x1b[2J ", 10))}
+	if rd := RoundOf(1, r, s); !strings.HasSuffix(rd.Failed, `; it said "busy\x1b[2J busy\x1b[2J busy\x1b[2J busy\x1b[2J busy\x1b[2J busy\x1b[2J busy\x1b["...`) {
+		t.Errorf("failed %q", rd.Failed)
+	}
+	r[1].Content, r[1].Reasoning = "", "thinking, then busy"
+	if rd := RoundOf(1, r, s); !strings.HasSuffix(rd.Failed, `; it said "thinking, then busy"`) {
+		t.Errorf("failed %q", rd.Failed)
+	}
+	// No single reply decoded: the count asks nothing.
+	if rd := RoundOf(1, at(2), Single{Rate: 100}); rd.Failed != "" {
+		t.Errorf("no single tokens: failed %q", rd.Failed)
+	}
+}
+
+// The fewest tokens a single reply decoded, of those that did not fail.
+func TestSingleOfTokens(t *testing.T) {
+	none := stream(3, 0, 200, 100, 0)
+	none.CompletionTokens = nil
+	rs := []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 200, 100, 100), none, stream(4, 0, 200, 100, 120), {N: 5, Error: "boom"}}
+	if s := SingleOf(rs, RateServer); s.Tokens != 100 || s.Source != RateServer {
+		t.Errorf("single %+v: want 100 tokens, server", s)
+	}
+}
+
+// Times read back that cannot be a stream's fail the round, saying so.
+func TestRoundBadTimes(t *testing.T) {
+	s := Single{Rate: 100, Source: RateServer}
+	for _, tc := range []struct {
+		name string
+		set  func(r *measure.Reply)
+		want string // "" for none
+	}{
+		{"first at 0", func(r *measure.Reply) { r.FirstMS = ptr(0.0) }, ""},
+		{"last as first", func(r *measure.Reply) { r.LastMS = ptr(200.0); r.Arrivals = r.Arrivals[:1] }, ""},
+		{"first negative", func(r *measure.Reply) { r.FirstMS = ptr(-1.0) }, "first token -1 ms, last 1470 ms, end 1471 ms"},
+		{"first NaN", func(r *measure.Reply) { r.FirstMS = ptr(math.NaN()) }, "first token NaN ms"},
+		{"last NaN", func(r *measure.Reply) { r.LastMS = ptr(math.NaN()) }, "last NaN ms"},
+		{"last infinite", func(r *measure.Reply) { r.LastMS = ptr(math.Inf(1)) }, "last +Inf ms"},
+		{"last before first", func(r *measure.Reply) { r.LastMS = ptr(199.0) }, "first token 200 ms, last 199 ms"},
+		{"end negative", func(r *measure.Reply) { r.EndMS = -5 }, "end -5 ms"},
+		{"end infinite", func(r *measure.Reply) { r.EndMS = math.Inf(-1) }, "end -Inf ms"},
+		{"arrival NaN", func(r *measure.Reply) { r.Arrivals[3].MS = math.NaN() }, "1 chunks arrived at NaN ms"},
+		{"arrival negative", func(r *measure.Reply) { r.Arrivals[3].MS = -1 }, "1 chunks arrived at -1 ms"},
+		{"arrival infinite", func(r *measure.Reply) { r.Arrivals[3].MS = math.Inf(1) }, "1 chunks arrived at +Inf ms"},
+		{"chunks negative", func(r *measure.Reply) { r.Arrivals[3].Chunks = -2 }, "-2 chunks arrived at 230 ms"},
+		{"chunks none", func(r *measure.Reply) { r.Arrivals[3].Chunks = 0 }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 200, 100, 128)}
+			tc.set(&rs[1])
+			rd := RoundOf(1, rs, s)
+			want := ""
+			if tc.want != "" {
+				want = "stream 2: its times cannot be a stream's: "
+			}
+			if !strings.HasPrefix(rd.Failed, want) || !strings.Contains(rd.Failed, tc.want) || (tc.want == "") != (rd.Failed == "") {
+				t.Errorf("failed %q, want %q", rd.Failed, want+tc.want)
+			}
+		})
 	}
 }

@@ -208,7 +208,7 @@ func (r *Result) Judged(v judge.Verdict) {
 	r.Figures = FiguresOf(r.Replies)
 	r.LoadRounds = nil
 	if r.Load != nil {
-		r.LoadRounds = r.Load.Figures(judge.SingleOf(r.Replies))
+		r.LoadRounds = r.Load.Figures(judge.SingleOf(r.Replies, r.Limits.RateSource))
 	}
 	if r.Run.Kind == KindReference {
 		v = NotJudged(v)
