@@ -16,7 +16,9 @@ import (
 // one, the rounds decode one at a time (a batch expectation fails, saying
 // so; a serial one passes, every request completed in the queue's bound);
 // started for four, they decode together. What η a CPU reaches batching
-// a tiny model is logged, not judged: it is the machine's, not the gate's.
+// a tiny model is logged, and judged only against the least floor the gate
+// takes, just above 1/4 (a serve that time-slices four streams): the rest is
+// the machine's, not the gate's.
 func TestOllamaLoad(t *testing.T) {
 	o := setUp(t)
 	port, err := freePort()
@@ -77,14 +79,14 @@ func TestOllamaLoad(t *testing.T) {
 	t.Run("OLLAMA_NUM_PARALLEL=4: together", func(t *testing.T) {
 		o.serveEnv = "OLLAMA_NUM_PARALLEL=4 "
 		defer func() { o.serveEnv = "" }()
-		g := o.run(t, "parallel4", port, append([]string{"--floor", "1", "--load", "4", "--load-efficiency", "0.01", "--load-first-token-ms", firstTokenMS}, cpuIsExpected...)...)
+		g := o.run(t, "parallel4", port, append([]string{"--floor", "1", "--load", "4", "--load-efficiency", "0.251", "--load-first-token-ms", firstTokenMS}, cpuIsExpected...)...)
 		if m := stats.Median(figures(t, g)); m < judge.OneAtATime {
 			t.Errorf("median %.2f decoding at once, want %.1f or more: Ollama started for four ran them one at a time", m, judge.OneAtATime)
 		}
 		a := g.assertion(t, judge.Load)
 		t.Logf("load: ok %v: %s", a.OK, a.Detail)
 		if !a.OK {
-			t.Errorf("an efficiency floor of 0.01 failed: %s", a.Detail)
+			t.Errorf("an efficiency floor just above time-slicing's 0.25 failed: %s", a.Detail)
 		}
 		for _, expect := range []string{judge.LoadBatch, judge.LoadSerial} {
 			rejudge(t, g, expect)

@@ -73,7 +73,7 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.ReferenceMissing, "reference-missing", c.ReferenceMissing, "fail or skip: what --reference github:PATTERN does when it finds no usable recording (fail: the agreement assertion fails, saying why)")
 	fs.IntVar(&c.Load, "load", c.Load, "after the single-stream assertions passed, rounds of N streams started together, judged on --load-expect (0: off)")
 	fs.StringVar(&c.LoadExpect, "load-expect", c.LoadExpect, "batch (the serve decodes the streams together) or serial (it takes one request at a time, first in first out) (default: the preset's, serial for ovms and flm, else batch)")
-	fs.Float64Var(&c.LoadEfficiency, "load-efficiency", c.LoadEfficiency, "batch: the least η, a round's aggregate rate over N times the single-stream median")
+	fs.Float64Var(&c.LoadEfficiency, "load-efficiency", c.LoadEfficiency, "batch: the least η, a round's aggregate rate over N times the single-stream median, above 1/N, the η of a serve that time-slices one device (0: 0.5, and 0.65 at --load 2)")
 	fs.Float64Var(&c.LoadFirstTokenMS, "load-first-token-ms", c.LoadFirstTokenMS, "batch: the most a round's worst first token may take, ms (0: twice --first-token-ms)")
 	fs.IntVar(&c.LoadMaxRounds, "load-max-rounds", c.LoadMaxRounds, "rounds asked at most while a sign count has not decided (odd); then the median round decides")
 	fs.StringVar(&c.RateSource, "rate-source", c.RateSource, "client (timed from the stream) or server (the serve's timings)")

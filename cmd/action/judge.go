@@ -29,7 +29,7 @@ func (e *env) judge(ctx context.Context, args []string) int {
 	d := config.Default()
 	limitFlags(fs, &d)
 	fs.StringVar(&d.LoadExpect, "load-expect", "", "judge the run's load rounds as batch or serial (default: the run's own)")
-	fs.Float64Var(&d.LoadEfficiency, "load-efficiency", d.LoadEfficiency, "batch: the least η of a round (default: the run's own)")
+	fs.Float64Var(&d.LoadEfficiency, "load-efficiency", d.LoadEfficiency, "batch: the least η of a round, above 1/N (default: the run's own; 0: 0.5, and 0.65 at --load 2)")
 	fs.Float64Var(&d.LoadFirstTokenMS, "load-first-token-ms", d.LoadFirstTokenMS, "batch: the most a round's worst first token may take, ms (default: the run's own)")
 	dir, ok := e.parseDir(fs, args)
 	if !ok {
@@ -176,10 +176,16 @@ func loadLimitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Con
 		l.Expect = d.LoadExpect
 	}
 	if set("load-efficiency") {
-		if !(d.LoadEfficiency > 0 && d.LoadEfficiency <= 1) {
-			problems = append(problems, fmt.Sprintf("--load-efficiency %v: pass a fraction above 0 and at most 1, e.g. 0.5", d.LoadEfficiency))
+		e := d.LoadEfficiency
+		if e == 0 {
+			e = judge.DefaultEfficiency(max(l.Streams, 2))
 		}
-		l.Efficiency = d.LoadEfficiency
+		if !(e > 0 && e <= 1) {
+			problems = append(problems, fmt.Sprintf("--load-efficiency %v: pass a fraction above 0 and at most 1, e.g. 0.5, or 0 for the default", d.LoadEfficiency))
+		} else if why := config.SlicedFloor(e, l.Streams); why != "" && l.Expect == judge.LoadBatch && l.Streams >= 2 {
+			problems = append(problems, why)
+		}
+		l.Efficiency = e
 	}
 	if set("load-first-token-ms") {
 		if !(d.LoadFirstTokenMS > 0) || math.IsInf(d.LoadFirstTokenMS, 0) {

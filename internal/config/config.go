@@ -99,7 +99,7 @@ type Config struct {
 	// LoadExpect unless given ("": batch).
 	Load             int
 	LoadExpect       string
-	LoadEfficiency   float64
+	LoadEfficiency   float64 // 0: judge.DefaultEfficiency(Load)
 	LoadFirstTokenMS float64 // 0: twice FirstTokenMS
 	LoadMaxRounds    int
 	RequestTimeout   time.Duration
@@ -196,7 +196,6 @@ func Default() Config {
 		ReferenceMissing:   ReferenceMissingFail,
 		AgreementTieMargin: agree.DefaultTieMargin,
 		AgreementMaxKL:     agree.DefaultMaxKL,
-		LoadEfficiency:     0.5,
 		LoadMaxRounds:      11,
 		RequestTimeout:     2 * time.Minute,
 		Hold:               "builtin",

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -13,7 +14,7 @@ import (
 )
 
 // MaxLoad is the most streams --load asks at once: more is no smoke test.
-const MaxLoad = 64
+const MaxLoad = judge.MaxStreams
 
 // PromptOverhead is the tokens a chat template adds around a prompt, at
 // most, as the context check counts them; a prompt's own tokens are counted
@@ -38,7 +39,30 @@ func (c *Config) LoadLimits() judge.LoadLimits {
 	if expect == "" {
 		expect = judge.LoadBatch
 	}
-	return judge.LoadLimits{Streams: c.Load, Expect: expect, Efficiency: c.LoadEfficiency, FirstTokenMS: c.LoadFirstToken(), MaxRounds: c.LoadMaxRounds}
+	return judge.LoadLimits{Streams: c.Load, Expect: expect, Efficiency: c.LoadFloor(), FirstTokenMS: c.LoadFirstToken(), MaxRounds: c.LoadMaxRounds}
+}
+
+// LoadFloor is the least η of a batching serve's round: --load-efficiency,
+// or the default for --load N (judge.DefaultEfficiency: 0.5, and 0.65 at
+// --load 2, above the 1/2 of a serve that time-slices).
+func (c *Config) LoadFloor() float64 {
+	if c.LoadEfficiency != 0 {
+		return c.LoadEfficiency
+	}
+	return judge.DefaultEfficiency(c.Load)
+}
+
+// SlicedFloor says why --load-efficiency e cannot judge n streams, or "":
+// at or below 1/n it cannot tell a serve that time-slices one device
+// between the streams (η = 1/n) from one that batches.
+func SlicedFloor(e float64, n int) string {
+	sliced := judge.Sliced(n)
+	if e > sliced {
+		return ""
+	}
+	def := judge.DefaultEfficiency(n)
+	return fmt.Sprintf("--load-efficiency %v at --load %d: a serve that time-slices one device between %d streams decodes them at η 1/%d = %.2f, so a floor at or below it cannot tell time-slicing from batching; pass more than %.2f (the default at --load %d, %.2f, is %.0f%% above it), leave it out, or ask more streams",
+		e, n, n, n, sliced, sliced, n, def, (def/sliced-1)*100)
 }
 
 // checkLoad checks --load and its settings, and, where the serve's words
@@ -60,8 +84,10 @@ func (c *Config) checkLoad(p *Plan) []error {
 	if c.LoadExpect != "" && c.LoadExpect != judge.LoadBatch && c.LoadExpect != judge.LoadSerial {
 		bad("--load-expect %q: pass batch (the serve decodes the streams together) or serial (it takes one request at a time)", c.LoadExpect)
 	}
-	if !(c.LoadEfficiency > 0 && c.LoadEfficiency <= 1) {
-		bad("--load-efficiency %v: pass a fraction above 0 and at most 1 of N single streams' rate, e.g. 0.5", c.LoadEfficiency)
+	if e := c.LoadEfficiency; e != 0 && !(e > 0 && e <= 1) {
+		bad("--load-efficiency %v: pass a fraction above 0 and at most 1 of N single streams' rate, e.g. 0.5, or 0 for the default", e)
+	} else if why := SlicedFloor(e, c.Load); e != 0 && why != "" && c.LoadExpect != judge.LoadSerial {
+		errs = append(errs, errors.New(why))
 	}
 	if !(c.LoadFirstTokenMS >= 0) || math.IsInf(c.LoadFirstTokenMS, 0) {
 		bad("--load-first-token-ms %v: pass a positive number of milliseconds, or 0 for twice --first-token-ms", c.LoadFirstTokenMS)

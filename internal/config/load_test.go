@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -22,7 +23,14 @@ func TestCheckLoad(t *testing.T) {
 		{"absurd", func(c *Config) { c.Load = 65 }, "--load 65: pass 0 (off) or 2 to 64"},
 		{"most", func(c *Config) { c.Load = 64 }, ""},
 		{"expect", func(c *Config) { c.Load, c.LoadExpect = 4, "both" }, `--load-expect "both": pass batch`},
-		{"efficiency zero", func(c *Config) { c.Load, c.LoadEfficiency = 4, 0 }, "--load-efficiency 0: pass a fraction"},
+		{"efficiency default", func(c *Config) { c.Load, c.LoadEfficiency = 2, 0 }, ""},
+		{"efficiency negative", func(c *Config) { c.Load, c.LoadEfficiency = 4, -0.5 }, "--load-efficiency -0.5: pass a fraction above 0 and at most 1"},
+		{"efficiency NaN", func(c *Config) { c.Load, c.LoadEfficiency = 4, math.NaN() }, "--load-efficiency NaN: pass a fraction"},
+		{"efficiency at 1/N", func(c *Config) { c.Load, c.LoadEfficiency = 2, 0.5 },
+			"--load-efficiency 0.5 at --load 2: a serve that time-slices one device between 2 streams decodes them at η 1/2 = 0.50, so a floor at or below it cannot tell time-slicing from batching; pass more than 0.50 (the default at --load 2, 0.65, is 30% above it), leave it out, or ask more streams"},
+		{"efficiency below 1/N", func(c *Config) { c.Load, c.LoadEfficiency = 4, 0.2 }, "--load-efficiency 0.2 at --load 4: a serve that time-slices one device between 4 streams decodes them at η 1/4 = 0.25"},
+		{"efficiency above 1/N", func(c *Config) { c.Load, c.LoadEfficiency = 4, 0.2501 }, ""},
+		{"efficiency at 1/N, serial", func(c *Config) { c.Load, c.LoadEfficiency, c.LoadExpect = 2, 0.5, judge.LoadSerial }, ""},
 		{"efficiency above 1", func(c *Config) { c.Load, c.LoadEfficiency = 4, 1.01 }, "--load-efficiency 1.01"},
 		{"efficiency 1", func(c *Config) { c.Load, c.LoadEfficiency = 4, 1 }, ""},
 		{"first token", func(c *Config) { c.Load, c.LoadFirstTokenMS = 4, -1 }, "--load-first-token-ms -1"},
@@ -102,8 +110,18 @@ func TestLoadPresetExpect(t *testing.T) {
 		}
 	}
 	c := Default()
+	c.Load = 4
 	if l := c.LoadLimits(); l.Expect != judge.LoadBatch || l.FirstTokenMS != 1200 || l.Efficiency != 0.5 || l.MaxRounds != 11 {
 		t.Errorf("defaults %+v", l)
+	}
+	// At --load 2 the default floor sits above 1/2, time-slicing's η.
+	c.Load = 2
+	if l := c.LoadLimits(); l.Efficiency != judge.DefaultEfficiency(2) || l.Efficiency <= 0.5 {
+		t.Errorf("defaults at --load 2: %+v", l)
+	}
+	c.LoadEfficiency = 0.55
+	if l := c.LoadLimits(); l.Efficiency != 0.55 {
+		t.Errorf("given: %+v", l)
 	}
 	c.LoadFirstTokenMS = 900
 	if l := c.LoadLimits(); l.FirstTokenMS != 900 {

@@ -53,6 +53,23 @@ const MaxStreams = 64
 // request.
 const MinStreamTokens = 0.5
 
+// SliceMargin is how far above 1/N the default efficiency floor sits: a
+// serve that time-slices one device evenly between the N streams in flight
+// decodes them at η = 1/N, and a round's η varies by about 10% (one
+// standard deviation), so a floor of (1 + SliceMargin)/N leaves such a serve
+// three deviations below it (docs/measuring.md, TestLoadFloorTable).
+const SliceMargin = 0.3
+
+// Sliced is η of a serve that time-slices one device evenly between n
+// streams: 1/n. A floor at or below it cannot tell time-slicing from
+// batching.
+func Sliced(n int) float64 { return 1 / float64(n) }
+
+// DefaultEfficiency is the efficiency floor for n streams when
+// --load-efficiency is left out: 0.5, or (1 + SliceMargin)/n where that is
+// higher (n = 2: 0.65).
+func DefaultEfficiency(n int) float64 { return max(0.5, (1+SliceMargin)*Sliced(n)) }
+
 // LoadLimits are the load assertion's settings.
 type LoadLimits struct {
 	Streams int    `json:"streams"` // --load: N
@@ -417,6 +434,11 @@ func judgeLoad(in Input) Assertion {
 	}
 	if bad := lr.Nonsense(); len(bad) > 0 {
 		a.Detail = "not judged: the load limits and rounds read back cannot be a run's: " + strings.Join(bad, "; ")
+		return a
+	}
+	if sliced := Sliced(l.Streams); l.Expect == LoadBatch && l.Efficiency <= sliced {
+		a.Detail = fmt.Sprintf("not judged: the efficiency floor %.2f is at or below 1/%d = %.2f, the η of a serve that time-slices one device between %d streams: it cannot tell time-slicing from batching; judge again with --load-efficiency above %.2f (the default for --load %d is %.2f)",
+			l.Efficiency, l.Streams, sliced, l.Streams, sliced, l.Streams, DefaultEfficiency(l.Streams))
 		return a
 	}
 	s := SingleOf(in.Replies, in.Limits.RateSource)

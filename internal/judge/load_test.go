@@ -537,6 +537,30 @@ func TestJudgeLoadNonsense(t *testing.T) {
 	}
 }
 
+// A floor at or below 1/N cannot tell a serve that time-slices one device
+// between the N streams (η = 1/N) from one that batches: never judged ok.
+func TestJudgeLoadFloorAtTimeSlicing(t *testing.T) {
+	l := LoadLimits{Streams: 2, Expect: LoadBatch, Efficiency: 0.5, FirstTokenMS: 1200, MaxRounds: 11}
+	r := batched(2, 100, 200)
+	want := "not judged: the efficiency floor 0.50 is at or below 1/2 = 0.50, the η of a serve that time-slices one device between 2 streams: it cannot tell time-slicing from batching; judge again with --load-efficiency above 0.50 (the default for --load 2 is 0.65)"
+	if a := loadRow(t, loadInput(l, r, r, r)); a.OK || a.Detail != want {
+		t.Errorf("ok %v: %s\nwant %s", a.OK, a.Detail, want)
+	}
+	l.Streams, l.Efficiency = 4, 0.25
+	r = batched(4, 100, 200)
+	if a := loadRow(t, loadInput(l, r, r, r)); a.OK || !strings.HasPrefix(a.Detail, "not judged: the efficiency floor 0.25 is at or below 1/4 = 0.25") {
+		t.Errorf("ok %v: %s", a.OK, a.Detail)
+	}
+	l.Efficiency = 0.2501
+	if a := loadRow(t, loadInput(l, r, r, r)); !a.OK {
+		t.Errorf("a floor above 1/N: ok %v: %s", a.OK, a.Detail)
+	}
+	// Serial judges no η: its floor is not read.
+	l.Expect, l.Efficiency = LoadSerial, 0.25
+	if a := loadRow(t, loadInput(l, r, r, r)); !a.OK {
+		t.Errorf("serial: ok %v: %s", a.OK, a.Detail)
+	}
+}
 
 // A stream under load decodes what a single reply does: at least half the
 // shortest single reply's tokens, and a rate of its own, had as the run's
@@ -628,5 +652,48 @@ func TestRoundBadTimes(t *testing.T) {
 				t.Errorf("failed %q, want %q", rd.Failed, want+tc.want)
 			}
 		})
+	}
+}
+
+// η = 1/N and the default floor: at N = 2 it sits above 1/N by
+// SliceMargin, elsewhere at 0.5.
+func TestDefaultEfficiency(t *testing.T) {
+	for _, tc := range []struct {
+		n             int
+		sliced, floor float64
+	}{{2, 0.5, 0.65}, {3, 1.0 / 3, 0.5}, {4, 0.25, 0.5}, {64, 1.0 / 64, 0.5}} {
+		if got := Sliced(tc.n); got != tc.sliced {
+			t.Errorf("Sliced(%d) = %v, want %v", tc.n, got, tc.sliced)
+		}
+		if got := DefaultEfficiency(tc.n); !near(got, tc.floor, 1e-12) {
+			t.Errorf("DefaultEfficiency(%d) = %v, want %v", tc.n, got, tc.floor)
+		}
+	}
+}
+
+// timeSliced is a round of n streams started together on a serve that
+// time-slices one device between the streams in flight: each stream's
+// tokens come n times apart.
+func timeSliced(n int, rate float64, tokens int) []measure.Reply {
+	var rs []measure.Reply
+	for i := range n {
+		rs = append(rs, stream(i+1, 0, 200, rate/float64(n), tokens))
+	}
+	return rs
+}
+
+// A time-slicing round measures η = 1/N: at N = 2 the old default floor,
+// 0.5, is exactly its η; the default now sits above it.
+func TestRoundTimeSliced(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		rd := RoundOf(1, timeSliced(n, 100, 128), Single{Rate: 100})
+		if rd.Failed != "" || !near(rd.Efficiency, Sliced(n), 1e-9) || !near(rd.Concurrency, float64(n), 1e-9) {
+			t.Errorf("N = %d: round %+v, want η %v and %d decoding at once", n, rd, Sliced(n), n)
+		}
+	}
+	l := LoadLimits{Streams: 2, Expect: LoadBatch, Efficiency: DefaultEfficiency(2), FirstTokenMS: 1200, MaxRounds: 11}
+	r := timeSliced(2, 100, 128)
+	if a := loadRow(t, loadInput(l, r, r, r)); a.OK || !strings.HasPrefix(a.Detail, "2 streams asked, 2.0 decoding at once: together they decode at η 0.50 of 2 single streams, below the floor 0.65") {
+		t.Errorf("a time-slicing serve at the default floor: ok %v: %s", a.OK, a.Detail)
 	}
 }
