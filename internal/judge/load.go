@@ -163,7 +163,9 @@ func SingleOf(replies []measure.Reply, source string) Single {
 // incomplete says why a stream under load that arrived is not a completed
 // request, or "": it decodes what a single reply does, at least
 // MinStreamTokens of the shortest single reply's tokens, and has a decode
-// rate of its own, had as the run's single replies have theirs.
+// rate of its own, had as the run's single replies have theirs, and its
+// content passes what the content assertion asks of theirs (some, not one
+// character repeated, the prompt's expect pattern matched).
 func incomplete(r *measure.Reply, s Single) string {
 	var why []string
 	if n, _ := r.Tokens(); float64(n) < MinStreamTokens*float64(s.Tokens) {
@@ -173,6 +175,9 @@ func incomplete(r *measure.Reply, s Single) string {
 		why = append(why, fmt.Sprintf("no decode rate of its own (%s)", no))
 	}
 	if len(why) == 0 {
+		if p := contentProblem(r); p != "" {
+			return "is not a completed reply: it " + p
+		}
 		return ""
 	}
 	said := r.Content

@@ -607,6 +607,46 @@ func TestRoundIncomplete(t *testing.T) {
 	}
 }
 
+// A stream under load whose content the content assertion would fail is no
+// completed reply either: a batched kernel's garbage ("!!!!", one token
+// repeated), reasoning and no content, or text the prompt's expect pattern
+// does not match, however many tokens it decoded at whatever rate.
+func TestRoundContent(t *testing.T) {
+	s := SingleOf(single, RateClient)
+	said := func(content, reasoning, expect string) []measure.Reply {
+		r := []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 200, 100, 128)}
+		r[1].Content, r[1].Reasoning, r[1].Expect = content, reasoning, expect
+		return r
+	}
+	for _, tc := range []struct {
+		name, content, reasoning, expect, want string
+	}{
+		{"garbage", strings.Repeat("!", 128), "", "", `stream 2 is not a completed reply: it is one character repeated: "` + strings.Repeat("!", 60) + `"...`},
+		{"reasoning only", "", strings.Repeat("hmm ", 32), "", "stream 2 is not a completed reply: it has no content, only reasoning (128 characters): is thinking off?"},
+		{"expect missed", "Server busy, try again later. Server busy, try again later.", "", "Paris", `stream 2 is not a completed reply: it does not match "Paris": "Server busy, try again later. Server busy, try again later."`},
+		{"expect met", "The capital of France is Paris, a city on the Seine.", "", "Paris", ""},
+		{"words", "The capital of France is Paris, a city on the Seine.", "", "", ""},
+	} {
+		if rd := RoundOf(1, said(tc.content, tc.reasoning, tc.expect), s); rd.Failed != tc.want {
+			t.Errorf("%s: failed %q, want %q", tc.name, rd.Failed, tc.want)
+		}
+	}
+	// Too few tokens and garbage: the count is said, and what it said.
+	r := said("!!", "", "")
+	r[1] = stream(2, 0, 200, 100, 2)
+	r[1].Content = "!!"
+	if rd := RoundOf(1, r, s); rd.Failed != `stream 2 is not a completed reply: 2 tokens, under half the 128 of the shortest single reply; it said "!!"` {
+		t.Errorf("few tokens of garbage: failed %q", rd.Failed)
+	}
+	// Expected serial or batch, the row fails naming the stream.
+	for _, l := range []LoadLimits{{Streams: 2, Expect: LoadSerial, Efficiency: 0.65, FirstTokenMS: 1200, MaxRounds: 11}, {Streams: 2, Expect: LoadBatch, Efficiency: 0.65, FirstTokenMS: 1200, MaxRounds: 11}} {
+		g := said(strings.Repeat("!", 128), "", "")
+		if a := loadRow(t, loadInput(l, g, g, g)); a.OK || !strings.Contains(a.Detail, "round 1: stream 2 is not a completed reply: it is one character repeated") {
+			t.Errorf("%s expected: ok %v: %s", l.Expect, a.OK, a.Detail)
+		}
+	}
+}
+
 // The fewest tokens a single reply decoded, of those that did not fail.
 func TestSingleOfTokens(t *testing.T) {
 	none := stream(3, 0, 200, 100, 0)
