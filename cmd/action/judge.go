@@ -176,12 +176,12 @@ func loadLimitsOf(res *report.Result, dir string, fs *flag.FlagSet, d config.Con
 		l.Expect = d.LoadExpect
 	}
 	if set("load-efficiency") {
-		e := d.LoadEfficiency
+		e, def := d.LoadEfficiency, judge.DefaultEfficiency(max(l.Streams, 2))
 		if e == 0 {
-			e = judge.DefaultEfficiency(max(l.Streams, 2))
+			e = def
 		}
 		if !(e > 0 && e <= 1) {
-			problems = append(problems, fmt.Sprintf("--load-efficiency %v: pass a fraction above 0 and at most 1, e.g. 0.5, or 0 for the default", d.LoadEfficiency))
+			problems = append(problems, fmt.Sprintf("--load-efficiency %v: pass a fraction above 0 and at most 1, e.g. %.2f, the default at --load %d, or 0 for it", d.LoadEfficiency, def, l.Streams))
 		} else if why := config.SlicedFloor(e, l.Streams); why != "" && l.Expect == judge.LoadBatch && l.Streams >= 2 {
 			problems = append(problems, why)
 		}

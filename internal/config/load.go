@@ -85,7 +85,7 @@ func (c *Config) checkLoad(p *Plan) []error {
 		bad("--load-expect %q: pass batch (the serve decodes the streams together) or serial (it takes one request at a time)", c.LoadExpect)
 	}
 	if e := c.LoadEfficiency; e != 0 && !(e > 0 && e <= 1) {
-		bad("--load-efficiency %v: pass a fraction above 0 and at most 1 of N single streams' rate, e.g. 0.5, or 0 for the default", e)
+		bad("--load-efficiency %v: pass a fraction above 0 and at most 1 of N single streams' rate, e.g. %.2f, the default at --load %d, or 0 for it", e, judge.DefaultEfficiency(c.Load), c.Load)
 	} else if why := SlicedFloor(e, c.Load); e != 0 && why != "" && c.LoadExpect != judge.LoadSerial {
 		errs = append(errs, errors.New(why))
 	}

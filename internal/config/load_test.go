@@ -31,7 +31,9 @@ func TestCheckLoad(t *testing.T) {
 		{"efficiency below 1/N", func(c *Config) { c.Load, c.LoadEfficiency = 4, 0.2 }, "--load-efficiency 0.2 at --load 4: a serve that time-slices one device between 4 streams decodes them at η 1/4 = 0.25"},
 		{"efficiency above 1/N", func(c *Config) { c.Load, c.LoadEfficiency = 4, 0.2501 }, ""},
 		{"efficiency at 1/N, serial", func(c *Config) { c.Load, c.LoadEfficiency, c.LoadExpect = 2, 0.5, judge.LoadSerial }, ""},
-		{"efficiency above 1", func(c *Config) { c.Load, c.LoadEfficiency = 4, 1.01 }, "--load-efficiency 1.01"},
+		{"efficiency above 1", func(c *Config) { c.Load, c.LoadEfficiency = 4, 1.01 }, "--load-efficiency 1.01: pass a fraction above 0 and at most 1 of N single streams' rate, e.g. 0.50, the default at --load 4, or 0 for it"},
+		// The example is a floor --load 2 takes: 0.5 is bad input there.
+		{"efficiency above 1 at --load 2", func(c *Config) { c.Load, c.LoadEfficiency = 2, 1.5 }, "--load-efficiency 1.5: pass a fraction above 0 and at most 1 of N single streams' rate, e.g. 0.65, the default at --load 2, or 0 for it"},
 		{"efficiency 1", func(c *Config) { c.Load, c.LoadEfficiency = 4, 1 }, ""},
 		{"first token", func(c *Config) { c.Load, c.LoadFirstTokenMS = 4, -1 }, "--load-first-token-ms -1"},
 		{"rounds even", func(c *Config) { c.Load, c.LoadMaxRounds = 4, 10 }, "--load-max-rounds 10: pass an odd number"},
