@@ -196,17 +196,23 @@ func tokenCount(n int) string {
 }
 
 // badTimes says why a reply's times cannot be a stream's, or "": each
-// finite and not negative, the last token not before the first.
+// finite and not negative, the last token not before the first, and a
+// chunk at least that brought them (counted, or in the arrivals).
 func badTimes(r *measure.Reply, first float64) string {
 	bad := func(v float64) bool { return !(v >= 0) || math.IsInf(v, 0) }
 	last := *r.LastMS
 	if bad(first) || bad(last) || bad(r.EndMS) || last < first {
 		return fmt.Sprintf("its times cannot be a stream's: first token %v ms, last %v ms, end %v ms", first, last, r.EndMS)
 	}
+	chunks := 0
 	for _, a := range r.Arrivals {
 		if bad(a.MS) || a.Chunks < 0 {
 			return fmt.Sprintf("its times cannot be a stream's: %d chunks arrived at %v ms", a.Chunks, a.MS)
 		}
+		chunks += a.Chunks
+	}
+	if max(chunks, r.Chunks) < 1 {
+		return fmt.Sprintf("its times cannot be a stream's: a first token at %v ms, and no chunk arrived", first)
 	}
 	return ""
 }

@@ -679,6 +679,12 @@ func TestRoundBadTimes(t *testing.T) {
 		{"arrival infinite", func(r *measure.Reply) { r.Arrivals[3].MS = math.Inf(1) }, "1 chunks arrived at +Inf ms"},
 		{"chunks negative", func(r *measure.Reply) { r.Arrivals[3].Chunks = -2 }, "-2 chunks arrived at 230 ms"},
 		{"chunks none", func(r *measure.Reply) { r.Arrivals[3].Chunks = 0 }, ""},
+		// Content with a first token and a last, carried by no chunk: its
+		// tokens a chunk would be infinite and η NaN.
+		{"no chunk", func(r *measure.Reply) { r.Chunks = 0; noChunks(r, 0) }, "a first token at 200 ms, and no chunk arrived"},
+		{"one chunk", func(r *measure.Reply) { r.Chunks = 1; noChunks(r, 1) }, ""},
+		{"chunks counted, none in the arrivals", func(r *measure.Reply) { noChunks(r, 0) }, ""},
+		{"chunks in the arrivals, none counted", func(r *measure.Reply) { r.Chunks = 0 }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 200, 100, 128)}
@@ -693,6 +699,15 @@ func TestRoundBadTimes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// noChunks leaves the first of r's arrivals first chunks and the others
+// none.
+func noChunks(r *measure.Reply, first int) {
+	for i := range r.Arrivals {
+		r.Arrivals[i].Chunks = 0
+	}
+	r.Arrivals[0].Chunks = first
 }
 
 // η = 1/N and the default floor: at N = 2 it sits above 1/N by
