@@ -61,8 +61,8 @@ func SlicedFloor(e float64, n int) string {
 		return ""
 	}
 	def := judge.DefaultEfficiency(n)
-	return fmt.Sprintf("--load-efficiency %v at --load %d: a serve that time-slices one device between %d streams decodes them at η 1/%d = %.2f, so a floor at or below it cannot tell time-slicing from batching; pass more than %.2f (the default at --load %d, %.2f, is %.0f%% above it), leave it out, or ask more streams",
-		e, n, n, n, sliced, sliced, n, def, (def/sliced-1)*100)
+	return fmt.Sprintf("--load-efficiency %v at --load %d: a serve that time-slices one device between %d streams decodes them at η 1/%d = %.4g, so a floor at or below it cannot tell time-slicing from batching; pass %.2f or more (the default at --load %d, %.2f, is %.0f%% above 1/%d), leave it out, or ask more streams",
+		e, n, n, n, sliced, judge.LeastFloor(n), n, def, (def/sliced-1)*100, n)
 }
 
 // checkLoad checks --load and its settings, and, where the serve's words

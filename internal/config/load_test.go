@@ -27,7 +27,12 @@ func TestCheckLoad(t *testing.T) {
 		{"efficiency negative", func(c *Config) { c.Load, c.LoadEfficiency = 4, -0.5 }, "--load-efficiency -0.5: pass a fraction above 0 and at most 1"},
 		{"efficiency NaN", func(c *Config) { c.Load, c.LoadEfficiency = 4, math.NaN() }, "--load-efficiency NaN: pass a fraction"},
 		{"efficiency at 1/N", func(c *Config) { c.Load, c.LoadEfficiency = 2, 0.5 },
-			"--load-efficiency 0.5 at --load 2: a serve that time-slices one device between 2 streams decodes them at η 1/2 = 0.50, so a floor at or below it cannot tell time-slicing from batching; pass more than 0.50 (the default at --load 2, 0.65, is 30% above it), leave it out, or ask more streams"},
+			"--load-efficiency 0.5 at --load 2: a serve that time-slices one device between 2 streams decodes them at η 1/2 = 0.5, so a floor at or below it cannot tell time-slicing from batching; pass 0.51 or more (the default at --load 2, 0.65, is 30% above 1/2), leave it out, or ask more streams"},
+		// 1/N and the least floor as they are: 0.333 is not "at or below
+		// 0.33; pass more than 0.33".
+		{"efficiency just under 1/3", func(c *Config) { c.Load, c.LoadEfficiency = 3, 0.333 }, "--load-efficiency 0.333 at --load 3: a serve that time-slices one device between 3 streams decodes them at η 1/3 = 0.3333, so a floor at or below it cannot tell time-slicing from batching; pass 0.34 or more (the default at --load 3, 0.50, is 50% above 1/3)"},
+		{"efficiency just above 1/3", func(c *Config) { c.Load, c.LoadEfficiency = 3, 0.3334 }, ""},
+		{"efficiency under 1/64", func(c *Config) { c.Load, c.LoadEfficiency = 64, 0.0156 }, "decodes them at η 1/64 = 0.01562, so a floor at or below it cannot tell time-slicing from batching; pass 0.02 or more"},
 		{"efficiency below 1/N", func(c *Config) { c.Load, c.LoadEfficiency = 4, 0.2 }, "--load-efficiency 0.2 at --load 4: a serve that time-slices one device between 4 streams decodes them at η 1/4 = 0.25"},
 		{"efficiency above 1/N", func(c *Config) { c.Load, c.LoadEfficiency = 4, 0.2501 }, ""},
 		{"efficiency at 1/N, serial", func(c *Config) { c.Load, c.LoadEfficiency, c.LoadExpect = 2, 0.5, judge.LoadSerial }, ""},

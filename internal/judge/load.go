@@ -65,6 +65,10 @@ const SliceMargin = 0.3
 // batching.
 func Sliced(n int) float64 { return 1 / float64(n) }
 
+// LeastFloor is the least efficiency floor of two decimals above 1/n, the
+// least a run takes for n streams (0.51 at n = 2, 0.34 at 3).
+func LeastFloor(n int) float64 { return math.Floor(Sliced(n)*100+1) / 100 }
+
 // DefaultEfficiency is the efficiency floor for n streams when
 // --load-efficiency is left out: 0.5, or (1 + SliceMargin)/n where that is
 // higher (n = 2: 0.65).
@@ -448,8 +452,8 @@ func judgeLoad(in Input) Assertion {
 		return a
 	}
 	if sliced := Sliced(l.Streams); l.Expect == LoadBatch && l.Efficiency <= sliced {
-		a.Detail = fmt.Sprintf("not judged: the efficiency floor %.2f is at or below 1/%d = %.2f, the η of a serve that time-slices one device between %d streams: it cannot tell time-slicing from batching; judge again with --load-efficiency above %.2f (the default for --load %d is %.2f)",
-			l.Efficiency, l.Streams, sliced, l.Streams, sliced, l.Streams, DefaultEfficiency(l.Streams))
+		a.Detail = fmt.Sprintf("not judged: the efficiency floor %v is at or below 1/%d = %.4g, the η of a serve that time-slices one device between %d streams: it cannot tell time-slicing from batching; judge again with --load-efficiency %.2f or more (the default for --load %d is %.2f)",
+			l.Efficiency, l.Streams, sliced, l.Streams, LeastFloor(l.Streams), l.Streams, DefaultEfficiency(l.Streams))
 		return a
 	}
 	s := SingleOf(in.Replies, in.Limits.RateSource)

@@ -542,7 +542,7 @@ func TestJudgeLoadNonsense(t *testing.T) {
 func TestJudgeLoadFloorAtTimeSlicing(t *testing.T) {
 	l := LoadLimits{Streams: 2, Expect: LoadBatch, Efficiency: 0.5, FirstTokenMS: 1200, MaxRounds: 11}
 	r := batched(2, 100, 200)
-	want := "not judged: the efficiency floor 0.50 is at or below 1/2 = 0.50, the η of a serve that time-slices one device between 2 streams: it cannot tell time-slicing from batching; judge again with --load-efficiency above 0.50 (the default for --load 2 is 0.65)"
+	want := "not judged: the efficiency floor 0.5 is at or below 1/2 = 0.5, the η of a serve that time-slices one device between 2 streams: it cannot tell time-slicing from batching; judge again with --load-efficiency 0.51 or more (the default for --load 2 is 0.65)"
 	if a := loadRow(t, loadInput(l, r, r, r)); a.OK || a.Detail != want {
 		t.Errorf("ok %v: %s\nwant %s", a.OK, a.Detail, want)
 	}
@@ -551,6 +551,14 @@ func TestJudgeLoadFloorAtTimeSlicing(t *testing.T) {
 	if a := loadRow(t, loadInput(l, r, r, r)); a.OK || !strings.HasPrefix(a.Detail, "not judged: the efficiency floor 0.25 is at or below 1/4 = 0.25") {
 		t.Errorf("ok %v: %s", a.OK, a.Detail)
 	}
+	// The floor and 1/N as they are, not rounded to look the same: 0.333
+	// at --load 3 is not "0.33, at or below 0.33".
+	l.Streams, l.Efficiency = 3, 0.333
+	r3 := batched(3, 100, 200)
+	if a := loadRow(t, loadInput(l, r3, r3, r3)); a.OK || !strings.HasPrefix(a.Detail, "not judged: the efficiency floor 0.333 is at or below 1/3 = 0.3333, ") || !strings.Contains(a.Detail, "judge again with --load-efficiency 0.34 or more (the default for --load 3 is 0.50)") {
+		t.Errorf("ok %v: %s", a.OK, a.Detail)
+	}
+	l.Streams = 4
 	l.Efficiency = 0.2501
 	if a := loadRow(t, loadInput(l, r, r, r)); !a.OK {
 		t.Errorf("a floor above 1/N: ok %v: %s", a.OK, a.Detail)
@@ -708,6 +716,19 @@ func noChunks(r *measure.Reply, first int) {
 		r.Arrivals[i].Chunks = 0
 	}
 	r.Arrivals[0].Chunks = first
+}
+
+// The least floor of two decimals above 1/N, which a run takes.
+func TestLeastFloor(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want float64
+	}{{2, 0.51}, {3, 0.34}, {4, 0.26}, {20, 0.06}, {50, 0.03}, {64, 0.02}} {
+		got := LeastFloor(tc.n)
+		if !near(got, tc.want, 1e-12) || got <= Sliced(tc.n) {
+			t.Errorf("LeastFloor(%d) = %v, want %v, above 1/%d", tc.n, got, tc.want, tc.n)
+		}
+	}
 }
 
 // η = 1/N and the default floor: at N = 2 it sits above 1/N by
