@@ -183,8 +183,8 @@ func TestWitnessDetailBounded(t *testing.T) {
 		{"a text one past", npuWitness(func(w *Witness) { w.Unread = []string{long + "ž"} }), "(" + long + "...):", "ž"},
 		{"not read, long", npuWitness(func(w *Witness) { w.NotRead = long + "ž" }), "not witnessed (" + long + "...): the verdict", "ž"},
 		{"cut, long", npuWitness(func(w *Witness) { w.Cut = long + "ž" }), "; " + long + "...: this run", "ž"},
-		{"no usage, padded", npuWitness(func(w *Witness) { w.NoUsage = pids(maxListed+1, "") }),
-			"device usage not witnessed: pid 3; 1 more sources not witnessed: this run", "pid 4"},
+		{"no usage, padded", npuWitness(func(w *Witness) { w.NoUsage = pids(maxListed+2, "") }),
+			"device usage not witnessed: pid 3; 2 more sources not witnessed: this run", "pid 5"},
 		{"no usage, as many as named", npuWitness(func(w *Witness) { w.NoUsage = pids(maxListed, "") }),
 			"device usage not witnessed: pid 3: this run", "more"},
 		{"usage, padded", npuWitness(func(w *Witness) {
@@ -192,7 +192,7 @@ func TestWitnessDetailBounded(t *testing.T) {
 			for i := range maxListed + 2 {
 				w.Usage = append(w.Usage, Usage{Source: fmt.Sprint("s", i)})
 			}
-		}), "no device memory or engine time (s3); 2 more sources", "(s4)"},
+		}), "no device memory or engine time (s3); 2 more sources", "(s5)"},
 		{"usage, as many as named, a long source", npuWitness(func(w *Witness) {
 			w.Held = []string{"/dev/accel/accel0"}
 			for range maxListed {
