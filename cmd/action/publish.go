@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,19 +20,22 @@ import (
 // publishRun posts a finished run: the fork pull request pattern, where the
 // job that measured has no token that can write and a workflow_run job
 // posts for it. Everything in the run's directory was written by the run's
-// code, so only its evidence is read: the check name and the limits are this
-// command's own (the gate's defaults unless given), and the serve log and
-// replies are judged again here; the verdict in result.json is ignored.
+// code, so only its evidence is read: the check name, the limits, the load
+// settings and the witness classes are this command's own (the gate's
+// defaults unless given), and the serve log, the replies, the load rounds
+// and what the witnesses saw are judged again here; the verdict in
+// result.json is ignored.
 func (e *env) publishRun(ctx context.Context, args []string) int {
 	fs := e.flagSet("publish")
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: npu-serve-smoke publish DIR [flags]\n\nJudges the evidence in DIR (serve.log, reply files) with the limits given here (the gate's\ndefaults unless given; never the run's own) and posts the verdict as a check run and a sticky PR\ncomment, from inside GitHub Actions.\n\n")
+		fmt.Fprintf(e.stderr, "usage: npu-serve-smoke publish DIR [flags]\n\nJudges the evidence in DIR (serve.log, reply files, load rounds, witnesses) with the limits,\nload settings and witness classes given here (the gate's defaults unless given; never the run's\nown) and posts the verdict as a check run and a sticky PR\ncomment, from inside GitHub Actions.\n\n")
 		fs.PrintDefaults()
 	}
 	c := config.Default()
 	fs.StringVar(&c.CheckName, "check-name", c.CheckName, "the check run's name (never taken from DIR)")
 	fs.StringVar(&c.Preset, "preset", c.Preset, "a kind of serve, which sets its route patterns unless given here: "+strings.Join(config.PresetNames(), ", "))
 	limitFlags(fs, &c)
+	trustedFlags(fs, &c)
 	fs.StringVar(&c.Comment, "comment", c.Comment, "on-pr or never")
 	fs.IntVar(&c.PRNumber, "pr-number", 0, "the pull request (default: the event's, else the run's own, checked against its head)")
 	fs.StringVar(&c.GitHubToken, "github-token", e.getenv("GITHUB_TOKEN"), "token (default: $GITHUB_TOKEN; never printed)")
@@ -70,6 +75,9 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 	if claim := evidence.AsRun(res); claim != "" {
 		a.Warningf("%s", console.Text(claim))
 	}
+	// So are its load limits and witness classes: this command's own
+	// judge its load rounds and witnesses.
+	evidence.Trust(res, trustedOf(&c))
 	// So is its reference.json: only --reference counts here.
 	res.Reference = nil
 	if c.Reference != "" {
@@ -155,6 +163,7 @@ func publishInput(c *config.Config, set func(string) bool) string {
 	if err := c.CheckLimits(); err != nil {
 		problems = append(problems, err.Error())
 	}
+	problems = append(problems, trustedInput(c)...)
 	if strings.TrimSpace(c.CheckName) == "" {
 		problems = append(problems, "--check-name is empty; pass the name the required status check matches, e.g. 'npu serve smoke'")
 	}
@@ -165,4 +174,46 @@ func publishInput(c *config.Config, set func(string) bool) string {
 		problems = append(problems, err.Error())
 	}
 	return strings.Join(problems, "\n")
+}
+
+// trustedFlags defines the flags of the settings a run's result.json holds
+// that publish and report take from no artifact (evidence.Trusted): the
+// load settings and the witness classes, the gate's names and defaults.
+func trustedFlags(fs *flag.FlagSet, c *config.Config) {
+	fs.IntVar(&c.Load, "load", c.Load, "the streams the run's load rounds were asked with (the gate's --load): a run without such rounds fails its load row (0: none asked; rounds a run holds are judged all the same)")
+	fs.StringVar(&c.LoadExpect, "load-expect", c.LoadExpect, "batch or serial: what the serve's load rounds are judged as (default: the preset's, serial for ovms and flm, else batch)")
+	fs.Float64Var(&c.LoadEfficiency, "load-efficiency", c.LoadEfficiency, "batch: the least η of a round")
+	fs.Float64Var(&c.LoadFirstTokenMS, "load-first-token-ms", c.LoadFirstTokenMS, "batch: the most a round's worst first token may take, ms (0: twice --first-token-ms)")
+	fs.StringVar(&c.Witness, "witness", c.Witness, "on or off: weigh what the run's witnesses saw of the serve's processes, against the classes given here")
+	fs.Var(&patterns{list: &c.WitnessDevices}, "witness-device", "glob of a device node the fast route's processes hold open (repeatable; default: the preset's)")
+	fs.Var(&patterns{list: &c.WitnessLibraries}, "witness-library", "glob of a backend library's file name the fast route's processes map (repeatable; default: the preset's)")
+}
+
+// trustedInput checks the load settings and the witness classes, every
+// problem at once.
+func trustedInput(c *config.Config) []string {
+	var problems []string
+	if c.Load != 0 && (c.Load < 2 || c.Load > config.MaxLoad) {
+		problems = append(problems, fmt.Sprintf("--load %d: pass 0 (none asked) or 2 to %d, the streams the run was asked with", c.Load, config.MaxLoad))
+	}
+	if c.LoadExpect != "" && c.LoadExpect != judge.LoadBatch && c.LoadExpect != judge.LoadSerial {
+		problems = append(problems, fmt.Sprintf("--load-expect %q: pass batch (the serve decodes the streams together) or serial (it takes one request at a time)", c.LoadExpect))
+	}
+	if !(c.LoadEfficiency > 0 && c.LoadEfficiency <= 1) {
+		problems = append(problems, fmt.Sprintf("--load-efficiency %v: pass a fraction above 0 and at most 1 of N single streams' rate, e.g. 0.5", c.LoadEfficiency))
+	}
+	if !(c.LoadFirstTokenMS >= 0) || math.IsInf(c.LoadFirstTokenMS, 0) {
+		problems = append(problems, fmt.Sprintf("--load-first-token-ms %v: pass a positive number of milliseconds, or 0 for twice --first-token-ms", c.LoadFirstTokenMS))
+	}
+	if err := c.CheckWitness(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	return problems
+}
+
+// trustedOf is c's load settings and witness classes, as evidence.Trust
+// puts them into a run read from an artifact.
+func trustedOf(c *config.Config) evidence.Trusted {
+	return evidence.Trusted{Load: c.LoadLimits(), Witness: c.Witness == "on",
+		Devices: c.WitnessDevices, Libraries: c.WitnessLibraries, Binary: c.WitnessBinary}
 }

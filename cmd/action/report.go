@@ -73,6 +73,7 @@ func (e *env) reportFlags(args []string) (*reportOptions, bool) {
 	fs.StringVar(&d.Preset, "preset", "", "the jobs' serve preset, whose route patterns judge them (a job's matrix value preset wins): "+strings.Join(config.PresetNames(), ", "))
 	fs.Var(&patterns{list: &d.FastRoute}, "fast-route", "RE2 pattern naming the fast route (repeatable; default: the job's preset's, else the gate's)")
 	fs.Var(&patterns{list: &d.SlowRoute}, "slow-route", "RE2 pattern naming the slow route (repeatable)")
+	trustedFlags(fs, d)
 	fs.StringVar(&d.Baseline, "baseline", "", "github:PATTERN: each job against its artifact in the latest successful run of this workflow on a branch or tag matching PATTERN")
 	fs.Float64Var(&d.MaxRegression, "max-regression", d.MaxRegression, "percent the median rate may fall, or the first token rise, against the baseline")
 	fs.IntVar(&o.releases, "history", 0, "with --baseline: chart the median rates of the last N releases (N runs' artifacts are downloaded)")
@@ -105,6 +106,7 @@ func (o *reportOptions) check(inActions bool) ([]fleet.Job, []string) {
 	if err := d.CheckLimits(); err != nil {
 		problems = append(problems, err.Error())
 	}
+	problems = append(problems, trustedInput(d)...)
 	_, fromGitHub, err := history.Spec(d.Baseline)
 	switch {
 	case err != nil:
@@ -131,7 +133,9 @@ func (o *reportOptions) check(inActions bool) ([]fleet.Job, []string) {
 	if _, err := fleet.Artifacts(o.dirs); err != nil {
 		problems = append(problems, err.Error())
 	}
-	o.limits = fleet.Limits{Judge: d.Limits(), FastRoute: d.FastRoute, SlowRoute: d.SlowRoute, RoutesSet: o.set("fast-route") || o.set("slow-route")}
+	o.limits = fleet.Limits{Judge: d.Limits(), FastRoute: d.FastRoute, SlowRoute: d.SlowRoute, RoutesSet: o.set("fast-route") || o.set("slow-route"),
+		Trusted: trustedOf(d), DevicesSet: o.set("witness-device"), LibrariesSet: o.set("witness-library"),
+		LoadExpectSet: o.set("load-expect"), LoadFirstTokenSet: d.LoadFirstTokenMS > 0}
 	return jobs, problems
 }
 

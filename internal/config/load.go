@@ -14,6 +14,7 @@ import (
 )
 
 // MaxLoad is the most streams --load asks at once: more is no smoke test.
+// A run's directory holding rounds of more is refused (report.Read).
 const MaxLoad = judge.MaxStreams
 
 // PromptOverhead is the tokens a chat template adds around a prompt, at
@@ -92,8 +93,8 @@ func (c *Config) checkLoad(p *Plan) []error {
 	if !(c.LoadFirstTokenMS >= 0) || math.IsInf(c.LoadFirstTokenMS, 0) {
 		bad("--load-first-token-ms %v: pass a positive number of milliseconds, or 0 for twice --first-token-ms", c.LoadFirstTokenMS)
 	}
-	if c.LoadMaxRounds < 1 || c.LoadMaxRounds%2 == 0 {
-		bad("--load-max-rounds %d: pass an odd number, 1 or more (at the cap the median round decides; an even count can tie), e.g. 11", c.LoadMaxRounds)
+	if c.LoadMaxRounds < 1 || c.LoadMaxRounds%2 == 0 || c.LoadMaxRounds > report.MaxLoadRounds {
+		bad("--load-max-rounds %d: pass an odd number from 1 to %d (at the cap the median round decides; an even count can tie), e.g. 11", c.LoadMaxRounds, report.MaxLoadRounds)
 	}
 	if len(p.Argv) == 0 {
 		return errs

@@ -1,6 +1,9 @@
 package config
 
-import "slices"
+import (
+	"errors"
+	"slices"
+)
 
 // Witnesses are what a preset's fast route shows in the serve's own
 // processes (internal/witness): the device nodes they hold open, the
@@ -65,4 +68,10 @@ func (c *Config) applyWitnesses(set func(flag string) bool) {
 		c.WitnessLibraries = slices.Clone(w.Libraries)
 	}
 	c.WitnessBinary, c.WitnessAccount = w.Binary, w.Account
+}
+
+// CheckWitness checks --witness and the witness classes, every problem at
+// once (publish and report take them too).
+func (c Config) CheckWitness() error {
+	return errors.Join(c.checkWitness()...)
 }

@@ -33,6 +33,42 @@ type Limits struct {
 	FastRoute []string
 	SlowRoute []string
 	RoutesSet bool // the route patterns came from flags
+	// Trusted are the merge's load settings and witness classes
+	// (evidence.Trusted), never an artifact's. A job's preset gives its
+	// witness classes and its load expectation unless the flags did, and
+	// a job's first-token-ms its load first-token limit (twice it) unless
+	// the flags gave one.
+	Trusted                          evidence.Trusted
+	DevicesSet, LibrariesSet         bool
+	LoadExpectSet, LoadFirstTokenSet bool
+}
+
+// TrustedFor is the load settings and witness classes of one job.
+func (l Limits) TrustedFor(j Job) evidence.Trusted {
+	t := l.Trusted
+	jl, _, _ := l.For(j)
+	if !l.LoadFirstTokenSet {
+		t.Load.FirstTokenMS = 2 * jl.FirstTokenMS
+	}
+	p, ok := config.Presets[j.Preset()]
+	if !ok {
+		return t
+	}
+	w := config.PresetWitnesses[j.Preset()]
+	if !l.DevicesSet {
+		t.Devices = w.Devices
+	}
+	if !l.LibrariesSet {
+		t.Libraries = w.Libraries
+	}
+	t.Binary = w.Binary
+	if !l.LoadExpectSet {
+		t.Load.Expect = judge.LoadBatch
+		if p.Serial {
+			t.Load.Expect = judge.LoadSerial
+		}
+	}
+	return t
 }
 
 // For is the limits of one job.
@@ -200,7 +236,7 @@ func Merge(ctx context.Context, base string, jobs []Job, dirs []string, l Limits
 		dir := found[0]
 		jl, fast, slow := l.For(j)
 		row.Baseline, row.BadInput = baselineOf(bl, dir, jl)
-		res, note, err := Rejudge(ctx, dir, jl, fast, slow, row.Baseline)
+		res, note, err := Rejudge(ctx, dir, jl, fast, slow, l.TrustedFor(j), row.Baseline)
 		row.Result = res
 		switch {
 		case ctx.Err() != nil:
@@ -275,10 +311,11 @@ func baselineOf(bl Baseline, dir string, l judge.Limits) (*judge.Baseline, strin
 }
 
 // Rejudge reads the run in dir and judges it from its evidence alone
-// (evidence.Judge) with the limits and route patterns given, as a run
-// whatever kind it claims (evidence.AsRun). A run that was cancelled stays
-// cancelled. note is what could not be read, and a kind claimed, if any.
-func Rejudge(ctx context.Context, dir string, l judge.Limits, fast, slow []string, b *judge.Baseline) (res *report.Result, note string, err error) {
+// (evidence.Judge) with the limits and route patterns given, and the load
+// settings and witness classes t (evidence.Trust), as a run whatever kind
+// it claims (evidence.AsRun). A run that was cancelled stays cancelled.
+// note is what could not be read, and a kind claimed, if any.
+func Rejudge(ctx context.Context, dir string, l judge.Limits, fast, slow []string, t evidence.Trusted, b *judge.Baseline) (res *report.Result, note string, err error) {
 	res, err = report.Read(dir)
 	if err != nil {
 		return nil, "", err
@@ -288,6 +325,7 @@ func Rejudge(ctx context.Context, dir string, l judge.Limits, fast, slow []strin
 	if claim := evidence.AsRun(res); claim != "" {
 		notes = append(notes, claim)
 	}
+	evidence.Trust(res, t)
 	if err := evidence.Judge(ctx, dir, res, l, fast, slow, b); err != nil {
 		notes = append(notes, err.Error())
 	}

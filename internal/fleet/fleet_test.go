@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/evidence"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 )
 
@@ -126,5 +128,42 @@ func TestMergeKeepsNoTokens(t *testing.T) {
 	}
 	if v, ok := r.Rate(); !ok || v != 100 {
 		t.Errorf("Merge() row rate = %v, %v; want 100 tok/s", v, ok)
+	}
+}
+
+// A job's load settings and witness classes are the merge's: its preset's
+// classes and expectation unless the flags gave them, and twice its
+// first-token limit unless --load-first-token-ms was given.
+func TestTrustedFor(t *testing.T) {
+	l := Limits{Judge: judge.Limits{FirstTokenMS: 600}, Trusted: evidence.Trusted{
+		Load:    judge.LoadLimits{Streams: 4, Expect: judge.LoadBatch, Efficiency: 0.5, FirstTokenMS: 1200},
+		Witness: true, Devices: []string{"/dev/zero"}, Libraries: []string{"libsim*.so"}}}
+	flm := config.PresetWitnesses["flm"]
+	for _, tc := range []struct {
+		name string
+		l    func(l *Limits)
+		job  Job
+		want evidence.Trusted
+	}{
+		{"no preset", func(*Limits) {}, Job{KeyModel: "m", KeyDevice: "d", KeyFirstTokenMS: "100"}, evidence.Trusted{
+			Load:    judge.LoadLimits{Streams: 4, Expect: judge.LoadBatch, Efficiency: 0.5, FirstTokenMS: 200},
+			Witness: true, Devices: []string{"/dev/zero"}, Libraries: []string{"libsim*.so"}}},
+		{"the preset's", func(*Limits) {}, Job{KeyModel: "m", KeyDevice: "d", KeyPreset: "flm"}, evidence.Trusted{
+			Load:    judge.LoadLimits{Streams: 4, Expect: judge.LoadSerial, Efficiency: 0.5, FirstTokenMS: 1200},
+			Witness: true, Devices: flm.Devices, Libraries: flm.Libraries, Binary: true}},
+		{"the flags'", func(l *Limits) {
+			l.DevicesSet, l.LibrariesSet, l.LoadExpectSet, l.LoadFirstTokenSet = true, true, true, true
+			l.Trusted.Load.FirstTokenMS = 900
+		}, Job{KeyModel: "m", KeyDevice: "d", KeyPreset: "flm", KeyFirstTokenMS: "100"}, evidence.Trusted{
+			Load:    judge.LoadLimits{Streams: 4, Expect: judge.LoadBatch, Efficiency: 0.5, FirstTokenMS: 900},
+			Witness: true, Devices: []string{"/dev/zero"}, Libraries: []string{"libsim*.so"}, Binary: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := l
+			tc.l(&l)
+			if diff := cmp.Diff(tc.want, l.TrustedFor(tc.job)); diff != "" {
+				t.Errorf("TrustedFor (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -265,24 +265,24 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 		if l.RateSource == RateServer {
 			side = "; the stream's: "
 		}
-		side += strings.Join(other, ", ")
+		side += joinEach(other, ", ")
 	}
-	figures := fmt.Sprintf("(floor %.1f; each: %s%s)", l.Floor, strings.Join(each, ", "), side)
+	figures := fmt.Sprintf("(floor %.1f; each: %s%s)", l.Floor, joinEach(each, ", "), side)
 	if approximate > 0 {
 		figures += fmt.Sprintf("; tokens approximate for %d of %d: counted chunks, the serve sent no usage", approximate, len(rates))
 	}
 	if len(regressed) > 0 {
-		figures += fmt.Sprintf("; chunks came together (reply %s): their rates are the regression over arrivals", strings.Join(regressed, ", "))
+		figures += fmt.Sprintf("; chunks came together (reply %s): their rates are the regression over arrivals", joinEach(regressed, ", "))
 	}
 	if len(chunked) > 0 {
-		figures += fmt.Sprintf("; counts of several tokens a chunk believed on their text (%d bytes a token or more): %s", measure.ChunkedTokenBytes, strings.Join(chunked, "; "))
+		figures += fmt.Sprintf("; counts of several tokens a chunk believed on their text (%d bytes a token or more): %s", measure.ChunkedTokenBytes, joinEach(chunked, "; "))
 	}
 	if len(disagree) > 0 {
 		figures += fmt.Sprintf("; warning: the stream's rate and the serve's own differ by more than %.0f%% in replies %s: the measurement path is not clean",
-			Disagree*100, strings.Join(disagree, ", "))
+			Disagree*100, joinEach(disagree, ", "))
 	}
 	if len(missing) > 0 {
-		a.Detail = strings.Join(missing, "; ") + " " + figures
+		a.Detail = joinEach(missing, "; ") + " " + figures
 		return a
 	}
 	m := stats.Median(rates)
@@ -311,9 +311,9 @@ func judgeFirstToken(replies []measure.Reply, l Limits) Assertion {
 		ms = append(ms, v)
 		each = append(each, strconv.FormatFloat(v, 'f', 0, 64))
 	}
-	figures := fmt.Sprintf("(limit %.0f; each: %s)", l.FirstTokenMS, strings.Join(each, ", "))
+	figures := fmt.Sprintf("(limit %.0f; each: %s)", l.FirstTokenMS, joinEach(each, ", "))
 	if len(missing) > 0 {
-		a.Detail = strings.Join(missing, "; ") + " " + figures
+		a.Detail = joinEach(missing, "; ") + " " + figures
 		return a
 	}
 	m := stats.Median(ms)
@@ -334,7 +334,7 @@ func judgeContent(replies []measure.Reply) Assertion {
 		}
 	}
 	if len(bad) > 0 {
-		a.Detail = fmt.Sprintf("%d of %d replies fail: %s", len(bad), len(replies), strings.Join(bad, "; "))
+		a.Detail = fmt.Sprintf("%d of %d replies fail: %s", len(bad), len(replies), joinEach(bad, "; "))
 		return a
 	}
 	a.OK = true
@@ -426,3 +426,18 @@ const (
 	contentQuote = 60
 	errorQuote   = 200
 )
+
+// maxEach is how many entries of a list about the replies a detail names
+// (each reply's figure, the replies without one, those that fail); the rest
+// are counted. A run's replies are read back from its directory, which
+// anyone may edit, up to 65,536 of them.
+const maxEach = 64
+
+// joinEach joins the first maxEach of xs with sep, and counts the rest:
+// "90.0, 88.1, ..., 41143 more".
+func joinEach(xs []string, sep string) string {
+	if len(xs) <= maxEach {
+		return strings.Join(xs, sep)
+	}
+	return strings.Join(xs[:maxEach], sep) + sep + strconv.Itoa(len(xs)-maxEach) + " more"
+}

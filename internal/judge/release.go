@@ -26,6 +26,10 @@ type Release struct {
 	Stopped int
 }
 
+// maxLeft is how many survivors the release detail names: serve.left is
+// read back from result.json, which anyone may edit.
+const maxLeft = 8
+
 // judgeRelease is the release assertion, and false when the device was
 // given back clean: no process of the serve's left, the ticket held to the
 // end, the supervisor never stopped. Otherwise the device was not held
@@ -35,7 +39,11 @@ func judgeRelease(r Release) (Assertion, bool) {
 	var why []string
 	if r.Survivors > 0 {
 		var left []string
-		for _, l := range r.Left {
+		for i, l := range r.Left {
+			if i == maxLeft {
+				left = append(left, fmt.Sprintf("%d more", len(r.Left)-maxLeft))
+				break
+			}
 			left = append(left, quote.Cut(l, 100))
 		}
 		s := fmt.Sprintf("%d process(es) of the serve survived its stop", r.Survivors)

@@ -23,6 +23,14 @@ func TestJudgeRelease(t *testing.T) {
 			`the gate could not confirm that it held the device's ticket to the end ("the ticket npu.h.1 was not locked any more"): another run may have had the device while this one measured`,
 		}},
 		{"stopped", Release{Stopped: 3}, []string{"the serve's supervisor was found stopped (SIGSTOP) 3 time(s) at the serve's stop, and continued"}},
+		// serve.left is read back from result.json, which anyone may edit:
+		// a detail names at most maxLeft of them, and counts the rest.
+		{"as many survivors as named", Release{Survivors: 8, Left: strings.Fields("1 2 3 4 5 6 7 8")}, []string{
+			`survived its stop ("1", "2", "3", "4", "5", "6", "7", "8"): the device`,
+		}},
+		{"survivors past those named", Release{Survivors: 41211, Left: strings.Fields(strings.Repeat("x ", 41211))}, []string{
+			`survived its stop ("x", "x", "x", "x", "x", "x", "x", "x", 41203 more): the device`,
+		}},
 		{"all", Release{Survivors: 1, Left: []string{"9 x"}, Lost: "gone", Stopped: 1}, []string{`survived its stop ("9 x")`, `ticket to the end ("gone")`, "found stopped (SIGSTOP) 1 time(s)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -467,6 +467,9 @@ func readResult(path string, flags int, u *budget) (*Result, error) {
 	if r.Schema != Schema {
 		return nil, fmt.Errorf("%s: schema %q, want %q; it was written by another tool or version", path, r.Schema, Schema)
 	}
+	if bad := r.rangeErrors(); len(bad) > 0 {
+		return nil, outOfRange(path, bad)
+	}
 	return &r, nil
 }
 
@@ -519,6 +522,9 @@ func readReplies(dir string, most int, u *budget) ([]measure.Reply, error) {
 		var rep measure.Reply
 		if err := json.Unmarshal(b, &rep); err != nil {
 			return nil, fmt.Errorf("%s: not a reply file (%v)", filepath.Join(dir, e.Name()), err)
+		}
+		if bad := replyRangeErrors(&rep); len(bad) > 0 {
+			return nil, outOfRange(filepath.Join(dir, e.Name()), bad)
 		}
 		if n, _ := strconv.Atoi(m[1]); n != rep.N {
 			return nil, fmt.Errorf("%s holds reply %d; the file name and its content disagree", filepath.Join(dir, e.Name()), rep.N)

@@ -3,6 +3,7 @@ package route
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 )
@@ -99,8 +100,17 @@ const (
 	RouteSlow = "slow"
 )
 
-// maxListed is how many held nodes or mapped libraries a detail names.
-const maxListed = 4
+// maxListed is how many held nodes or mapped libraries a detail names, and
+// how many unread processes and usage sources; maxClasses how many device
+// classes or backend libraries (a preset names up to 13); maxText how many
+// runes of one entry it keeps. A witness section is read back from a run's
+// result.json, which anyone may edit: a padded list of unread processes
+// once made a route line of 14.9 MB.
+const (
+	maxListed  = 4
+	maxClasses = 16
+	maxText    = 300
+)
 
 // JudgeWitnessed is the route assertion with the witnesses weighed:
 // the log alone when there are none (--witness off, or a run made before
@@ -132,7 +142,7 @@ func (a *Account) fold(ev Evidence) Evidence {
 // weigh weighs the witnesses against the route the log named (a).
 func (w *Witness) weigh(a Verdict, ev Evidence) Verdict {
 	if w.NotRead != "" {
-		a.Detail += "; witnesses: not witnessed (" + w.NotRead + "): the verdict rests on the log"
+		a.Detail += "; witnesses: not witnessed (" + clip(w.NotRead) + "): the verdict rests on the log"
 		return a
 	}
 	if len(w.Devices) == 0 && len(w.Libraries) == 0 {
@@ -144,12 +154,12 @@ func (w *Witness) weigh(a Verdict, ev Evidence) Verdict {
 	if a.OK && !took && len(w.Hiding) > 0 {
 		a.OK = false
 		a.Detail += fmt.Sprintf("; but %s, and %d of the serve's processes run as the gate's own user yet hide their descriptors from it (%s: not dumpable: prctl PR_SET_DUMPABLE, or an executable this user cannot read): the fast route is not taken on the log's word alone",
-			w.seen(), len(w.Hiding), strings.Join(w.Hiding, ", "))
+			w.seen(), len(w.Hiding), some(w.Hiding, maxListed))
 		return a
 	}
 	if a.OK && !took && len(w.Unread) > 0 {
 		a.Detail += fmt.Sprintf("; witnesses: not witnessed: %s, and %d of the serve's processes could not be read (%s): the verdict rests on the log",
-			w.seen(), len(w.Unread), strings.Join(w.Unread, ", "))
+			w.seen(), len(w.Unread), some(w.Unread, maxListed))
 		return a
 	}
 	if a.OK && !took {
@@ -188,21 +198,29 @@ func (w *Witness) seen() string {
 	if len(w.Held) > 0 {
 		s += "hold " + listed(w.Held)
 	} else {
-		s += "hold no device of the fast route's classes (" + strings.Join(w.Devices, ", ") + ")"
+		s += "hold no device of the fast route's classes (" + some(w.Devices, maxClasses) + ")"
 	}
 	if len(w.Mapped) > 0 {
 		s += " and map " + listed(w.Mapped)
 	} else {
-		s += " and map none of its backends (" + strings.Join(w.Libraries, ", ") + ")"
+		s += " and map none of its backends (" + some(w.Libraries, maxClasses) + ")"
 	}
-	for _, u := range w.Usage {
+	for i, u := range w.Usage {
+		if i == maxListed {
+			s += fmt.Sprintf("; %d more sources", len(w.Usage)-maxListed)
+			break
+		}
 		s += "; " + u.text()
 	}
-	for _, why := range w.NoUsage {
-		s += "; device usage not witnessed: " + why
+	for i, why := range w.NoUsage {
+		if i == maxListed {
+			s += fmt.Sprintf("; %d more sources not witnessed", len(w.NoUsage)-maxListed)
+			break
+		}
+		s += "; device usage not witnessed: " + clip(why)
 	}
 	if w.Cut != "" {
-		s += "; " + w.Cut
+		s += "; " + clip(w.Cut)
 	}
 	return s
 }
@@ -219,7 +237,7 @@ func (u Usage) text() string {
 	if len(parts) == 0 {
 		parts = append(parts, "no device memory or engine time")
 	}
-	return strings.Join(parts, ", ") + " (" + u.Source + ")"
+	return strings.Join(parts, ", ") + " (" + clip(u.Source) + ")"
 }
 
 // listed quotes the first maxListed of what was seen, and counts the rest.
@@ -233,6 +251,28 @@ func listed(xs []string) string {
 		q = append(q, quote.Cut(x, deviceQuote))
 	}
 	return strings.Join(q, ", ")
+}
+
+// some joins the first most of xs, each clipped, and counts the rest:
+// "pid 1: gone, pid 2: gone, 41203 more".
+func some(xs []string, most int) string {
+	var q []string
+	for i, x := range xs {
+		if i == most {
+			q = append(q, fmt.Sprintf("%d more", len(xs)-most))
+			break
+		}
+		q = append(q, clip(x))
+	}
+	return strings.Join(q, ", ")
+}
+
+// clip is s cut to maxText runes, with "..." after the cut.
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= maxText {
+		return s
+	}
+	return string([]rune(s)[:maxText]) + "..."
 }
 
 func seconds(ns int64) string { return fmt.Sprintf("%.3g s", float64(ns)/1e9) }

@@ -1,6 +1,8 @@
 package route
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -134,6 +136,81 @@ func TestRouteWitnessed(t *testing.T) {
 			got := JudgeWitnessed(tc.ev, tc.w)
 			if got.OK != tc.ok || got.Detail != tc.detail {
 				t.Errorf("JudgeWitnessed = %+v\nwant ok %v, detail\n%s", got, tc.ok, tc.detail)
+			}
+		})
+	}
+}
+
+// A witness section is read back from result.json, which anyone may edit:
+// every list and text of it that goes into the route's detail is bounded.
+// A padded unread list once made a route line of 14.9 MB.
+func TestWitnessDetailBounded(t *testing.T) {
+	fastEv := Evidence{Fast: &Match{Line: 3, Text: fastLine, Pattern: "p"}, Lines: 5}
+	pids := func(n int, what string) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("pid %d%s", i, what))
+		}
+		return out
+	}
+	classes := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("/dev/c%d", i))
+		}
+		return out
+	}
+	long := strings.Repeat("é", maxText)
+	tests := []struct {
+		name string
+		w    *Witness
+		want string // in the detail
+		not  string // not in it ("" for none)
+	}{
+		{"unread, padded", npuWitness(func(w *Witness) { w.Unread = pids(41207, ": permission denied") }),
+			"could not be read (pid 0: permission denied, pid 1: permission denied, pid 2: permission denied, pid 3: permission denied, 41203 more)", "pid 4:"},
+		{"unread, as many as named", npuWitness(func(w *Witness) { w.Unread = pids(maxListed, ": gone") }),
+			"could not be read (pid 0: gone, pid 1: gone, pid 2: gone, pid 3: gone): the verdict", "more"},
+		{"hiding, padded", npuWitness(func(w *Witness) { w.Unread, w.Hiding = pids(5, ": x"), pids(5, "") }),
+			"hide their descriptors from it (pid 0, pid 1, pid 2, pid 3, 1 more: not dumpable", "pid 4,"},
+		{"classes, as many as named", npuWitness(func(w *Witness) { w.Devices = classes(maxClasses) }),
+			"classes (/dev/c0, /dev/c1, /dev/c2, /dev/c3, /dev/c4, /dev/c5, /dev/c6, /dev/c7, /dev/c8, /dev/c9, /dev/c10, /dev/c11, /dev/c12, /dev/c13, /dev/c14, /dev/c15)", "more"},
+		{"classes, one past", npuWitness(func(w *Witness) { w.Devices = classes(maxClasses + 1) }),
+			"/dev/c15, 1 more)", "/dev/c16"},
+		{"libraries, one past", npuWitness(func(w *Witness) { w.Libraries = classes(maxClasses + 2) }),
+			"backends (/dev/c0, /dev/c1, /dev/c2, /dev/c3, /dev/c4, /dev/c5, /dev/c6, /dev/c7, /dev/c8, /dev/c9, /dev/c10, /dev/c11, /dev/c12, /dev/c13, /dev/c14, /dev/c15, 2 more)", "/dev/c16"},
+		{"a text as long as kept", npuWitness(func(w *Witness) { w.Unread = []string{long} }), "(" + long + "):", long + "..."},
+		{"a text one past", npuWitness(func(w *Witness) { w.Unread = []string{long + "ž"} }), "(" + long + "...):", "ž"},
+		{"not read, long", npuWitness(func(w *Witness) { w.NotRead = long + "ž" }), "not witnessed (" + long + "...): the verdict", "ž"},
+		{"cut, long", npuWitness(func(w *Witness) { w.Cut = long + "ž" }), "; " + long + "...: this run", "ž"},
+		{"no usage, padded", npuWitness(func(w *Witness) { w.NoUsage = pids(maxListed+2, "") }),
+			"device usage not witnessed: pid 3; 2 more sources not witnessed: this run", "pid 5"},
+		{"no usage, as many as named", npuWitness(func(w *Witness) { w.NoUsage = pids(maxListed, "") }),
+			"device usage not witnessed: pid 3: this run", "more"},
+		{"usage, padded", npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			for i := range maxListed + 2 {
+				w.Usage = append(w.Usage, Usage{Source: fmt.Sprint("s", i)})
+			}
+		}), "no device memory or engine time (s3); 2 more sources", "(s5)"},
+		{"usage, as many as named, a long source", npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			for range maxListed {
+				w.Usage = append(w.Usage, Usage{Source: long + "ž"})
+			}
+		}), "no device memory or engine time (" + long + "...)", "more"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := JudgeWitnessed(fastEv, tc.w)
+			if !strings.Contains(v.Detail, tc.want) {
+				t.Errorf("detail (%d bytes) %.2000q\nwant it to hold %q", len(v.Detail), v.Detail, tc.want)
+			}
+			if tc.not != "" && strings.Contains(v.Detail, tc.not) {
+				t.Errorf("detail (%d bytes) holds %q: %.2000q", len(v.Detail), tc.not, v.Detail)
+			}
+			if len(v.Detail) > 8000 {
+				t.Errorf("detail of %d bytes", len(v.Detail))
 			}
 		})
 	}
