@@ -3,9 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 )
 
 // DefaultEnergyIdle is how long the serve's idle power is read before the
@@ -17,8 +21,9 @@ const DefaultEnergyIdle = time.Second
 const MaxEnergyIdle = time.Minute
 
 // checkEnergy checks --energy, --energy-idle and --max-joules-per-token. A
-// ceiling needs a source this runner can read now: one that cannot be read
-// is bad input, found before anything starts.
+// ceiling needs a source this runner can read now, that the serve cannot
+// set, and whose shortest window (judge.CeilingWindow) the replies allowed
+// can reach: each is bad input, found before anything starts.
 func (c *Config) checkEnergy(p *Plan) []error {
 	var errs []error
 	spec, err := energy.ParseSpec(c.Energy)
@@ -38,8 +43,10 @@ func (c *Config) checkEnergy(p *Plan) []error {
 	if spec.Kind == energy.Off {
 		return append(errs, fmt.Errorf("--max-joules-per-token %g needs an energy source, and --energy is off; pass --energy auto or a source", c.MaxJoulesPerToken))
 	}
-	if c.EnergyIdle == 0 {
-		errs = append(errs, fmt.Errorf("--max-joules-per-token %g judges the net figure, which needs the idle power: --energy-idle 0 reads none; pass e.g. --energy-idle 1s", c.MaxJoulesPerToken))
+	if spec.Kind == "counter" || spec.Kind == "power" {
+		if why := SensorWritableBy(spec.Arg, uint32(os.Geteuid())); why != "" {
+			errs = append(errs, fmt.Errorf("--max-joules-per-token %g judges what --energy %s reads, and the serve could set it: %s; give the ceiling a sensor the serve's user cannot write: the kernel's (sysfs), or, where the runner is not root, a file only root or a sensor daemon's user can write, in directories only they can (docs/measuring.md: energy per token)", c.MaxJoulesPerToken, c.Energy, why))
+		}
 	}
 	src, _, err := energy.Open(spec, p.EnergyOrder, p.EnergyEnv)
 	if err != nil {
@@ -49,6 +56,87 @@ func (c *Config) checkEnergy(p *Plan) []error {
 		}
 		return append(errs, fmt.Errorf("%s: %v", what, err))
 	}
+	info := src.Info()
 	src.Close()
+	// The longest window a run that passes the rate row asks: every reply
+	// at the most tokens, decoding at the floor after the first-token
+	// limit. A floor from the baseline is known only once it is read.
+	if c.FloorFromBaseline == 0 {
+		period := info.Period
+		if period == 0 {
+			period = info.Poll
+		}
+		periodMS, lagMS := float64(period)/float64(time.Millisecond), float64(info.Lag)/float64(time.Millisecond)
+		replies := max(c.Replies, c.MaxReplies)
+		most := float64(replies) * (c.FirstTokenMS/1000 + float64(c.MaxTokens)/c.Floor)
+		if need := judge.CeilingWindow(info.Quantity, periodMS, lagMS); most < need {
+			errs = append(errs, fmt.Errorf("--max-joules-per-token %g cannot be judged with the replies allowed: --max-replies %d of --max-tokens %d at the --floor of %g tok/s, each with --first-token-ms %g, last %.4g s at most, and %s needs a window of %.4g s (%d periods of at least %g ms: docs/measuring.md, energy per token); allow more replies or tokens",
+				c.MaxJoulesPerToken, replies, c.MaxTokens, c.Floor, c.FirstTokenMS, most, info.Name, need, judge.CeilingPeriods(info.Quantity, periodMS, lagMS), max(periodMS, judge.MinBoundPeriodMS)))
+		}
+	}
 	return errs
+}
+
+// sysfsMagic is sysfs's filesystem type (statfs's f_type): its files are
+// the kernel's.
+const sysfsMagic = 0x62656572
+
+// SensorWritableBy says how a process of uid, the serve's user, could set
+// what the sensor file at path reads, or "" when it could not: the file,
+// and every directory from it up to /, along the path as given and the one
+// it leads to, must belong to another user (root, or a sensor daemon's),
+// the file be writable by its owner alone, and the directories by their
+// owners alone or carry the sticky bit (no one may then replace another's
+// file in them): the rule CheckPrivateDir applies to --out, turned round.
+// Root can write any file, so to a serve that runs as root only a file the
+// kernel serves (sysfs), writable by no one, is out of reach.
+func SensorWritableBy(path string, uid uint32) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err.Error()
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return err.Error()
+	}
+	var fs syscall.Statfs_t
+	if fi, err := os.Stat(real); err == nil && fi.Mode().Perm()&0o222 == 0 && syscall.Statfs(real, &fs) == nil && fs.Type == sysfsMagic {
+		return ""
+	}
+	if uid == 0 {
+		return "the serve runs as root, as the gate does, and root can write any file but those the kernel serves (sysfs)"
+	}
+	paths := []string{abs}
+	if real != abs {
+		paths = append(paths, real)
+	}
+	for _, path := range paths {
+		for p := path; ; p = filepath.Dir(p) {
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return err.Error()
+			}
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if !ok {
+				return p + ": cannot tell its owner"
+			}
+			perm := fi.Mode().Perm()
+			if st.Uid == uid {
+				if p == path {
+					return fmt.Sprintf("%s belongs to %s, the serve's user", p, owner(uid))
+				}
+				return fmt.Sprintf("%s belongs to %s, the serve's user: the file in it could be replaced", p, owner(uid))
+			}
+			if fi.Mode().IsRegular() && perm&0o022 != 0 {
+				return fmt.Sprintf("%s may be written by others than its owner (mode %04o)", p, perm)
+			}
+			if fi.IsDir() && perm&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+				return fmt.Sprintf("%s may be written by others (mode %04o) without the sticky bit: the file in it could be replaced", p, perm)
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
+		}
+	}
+	return ""
 }

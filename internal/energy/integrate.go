@@ -162,6 +162,9 @@ func Figures(info Info, s []Sample, readErr error, w Window, tokens int) judge.E
 	e := judge.Energy{Source: info.Name, Quantity: info.Quantity, Boundary: info.Boundary, Method: info.Method, Tokens: tokens}
 	p := period(info, s)
 	e.PeriodMS = float64(p) / float64(time.Millisecond)
+	if info.Quantity == Power {
+		e.LagMS = float64(info.Lag) / float64(time.Millisecond)
+	}
 	var whys []string
 	if readErr != nil {
 		whys = append(whys, readErr.Error())

@@ -313,3 +313,16 @@ func TestPeriodOfPower(t *testing.T) {
 		t.Errorf("a counter's period: %v, want the readings' 1s", p)
 	}
 }
+
+// TestFiguresLag: a power reading's lag is in the figures (a ceiling needs
+// it to tell an averaged sensor); a counter has none.
+func TestFiguresLag(t *testing.T) {
+	s := []Sample{{at(0), 10}, {at(1), 10}, {at(2), 10}, {at(3), 10}}
+	w := Window{Start: at(1.5), End: at(2.5)}
+	if e := Figures(Info{Name: "p", Quantity: Power, Lag: 1500 * time.Millisecond, Period: time.Second}, s, nil, w, 1); e.LagMS != 1500 || e.PeriodMS != 1000 {
+		t.Errorf("power: lag %v ms, period %v ms", e.LagMS, e.PeriodMS)
+	}
+	if e := Figures(Info{Name: "c", Quantity: Counter, Lag: time.Second}, []Sample{{at(0), 0}, {at(1), 1}, {at(2), 2}, {at(3), 3}}, nil, w, 1); e.LagMS != 0 {
+		t.Errorf("a counter: lag %v ms", e.LagMS)
+	}
+}
