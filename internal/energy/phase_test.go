@@ -3,6 +3,7 @@ package energy
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ type phased struct {
 	period, poll   float64
 	n              float64
 	xs, ys, xe, ye float64
+	// avg is how long an averaged power's readings average; 0: a period.
+	avg float64
 }
 
 const phaseEps = 1e-6
@@ -73,7 +76,11 @@ func (p phased) samples() []Sample {
 				v = p.busy
 			}
 		case kindAveraged:
-			v = (p.energyAt(u) - p.energyAt(u-p.period)) / p.period
+			l := p.period
+			if p.avg > 0 {
+				l = p.avg
+			}
+			v = (p.energyAt(u) - p.energyAt(u-l)) / l
 		}
 		n := len(out)
 		if n >= 2 && out[n-1].V == v && out[n-2].V == v {
@@ -200,4 +207,52 @@ func TestWorstPhase(t *testing.T) {
 			t.Errorf("%s, %d periods, idle 1 W: gross off by %+.3f%%", c.kind, c.periods, 100*g)
 		}
 	}
+}
+
+// TestAverageReadAsInstant: nvidia-smi's power.draw (without .instant) is
+// an average over a second on Ampere and newer GPUs, printed every 100 ms.
+// Read as an instantaneous power updating every 100 ms, a window of 1 s
+// passed the ten-periods check and its net figure read low by half;
+// placed half a second earlier, with a period of a second, it is close, and
+// a window of a second is one period, too short to judge.
+//
+// go test -run TestAverageReadAsInstant -v ./internal/energy
+func TestAverageReadAsInstant(t *testing.T) {
+	asInstant := Info{Name: "power.draw", Quantity: Power, Period: 100 * time.Millisecond}
+	asAverage := Info{Name: "power.draw", Quantity: Power, Period: time.Second, Lag: time.Second}
+	var rows []string
+	for _, window := range []float64{1, 3, 5} {
+		var worstOld, worstNew float64
+		var shortOld, shortNew bool
+		for i := range 20 {
+			p := phased{kind: kindAveraged, idle: 20, busy: 100, period: 0.1, poll: DefaultPoll.Seconds(), n: window / 0.1, avg: 1,
+				xs: float64(i) / 20, xe: float64(i) / 20}
+			s := p.samples()
+			w := Window{IdleBefore: [2]time.Time{at(0.2), at(1.2)}, Start: at(p.start()), End: at(p.end()),
+				IdleAfter: [2]time.Time{at(p.end() + 1.5), at(p.end() + 2)}}
+			truth := (p.busy - p.idle) * window / 100
+			for _, c := range []struct {
+				info  Info
+				worst *float64
+				short *bool
+			}{{asInstant, &worstOld, &shortOld}, {asAverage, &worstNew, &shortNew}} {
+				e := Figures(c.info, s, nil, w, 100)
+				if e.NetJPerToken == nil {
+					t.Fatalf("%v s: no net figure: %+v", window, e)
+				}
+				if d := (*e.NetJPerToken - truth) / truth; math.Abs(d) > math.Abs(*c.worst) {
+					*c.worst = d
+				}
+				*c.short = e.TooShort != ""
+			}
+		}
+		rows = append(rows, fmt.Sprintf("%.0f s: read as instant, net %+.0f%% (too short: %v); as a 1 s average, net %+.0f%% (too short: %v)", window, 100*worstOld, shortOld, 100*worstNew, shortNew))
+		if !(worstOld < -0.09) || math.Abs(worstNew) > math.Abs(worstOld)/2 {
+			t.Errorf("%v s: net off by %+.1f%% read as instant, %+.1f%% as an average", window, 100*worstOld, 100*worstNew)
+		}
+		if shortOld || !shortNew {
+			t.Errorf("%v s: too short %v as instant, %v as an average; want false, true", window, shortOld, shortNew)
+		}
+	}
+	t.Logf("a 1 s average printed every 100 ms, 20 W idle, 100 W busy, the worst of 20 phases:\n%s", strings.Join(rows, "\n"))
 }

@@ -255,7 +255,7 @@ echo 250.5
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if !strings.Contains(src.Info().Boundary, "power.draw)") || src.Info().Quantity != Power {
+	if !strings.Contains(src.Info().Boundary, "power.draw.average)") || src.Info().Quantity != Power {
 		t.Errorf("info: %+v", src.Info())
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -439,5 +439,44 @@ func TestNPUSMIWrapperHung(t *testing.T) {
 	if pid > 0 && syscall.Kill(pid, 0) == nil {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("the hung tool, pid %d, outlived its reading", pid)
+	}
+}
+
+// TestNvidiaSMIField: the instant power where the driver has it; else its
+// average over a second, said as such (NVML's nvmlDeviceGetPowerUsage: on
+// Ampere, GA100 aside, and newer, power.draw is that average too), so the
+// readings are placed half a second earlier and a ceiling counts periods
+// of a second; the field read is named in the boundary.
+func TestNvidiaSMIField(t *testing.T) {
+	refuse := func(fields ...string) string {
+		s := `case "$1" in` + "\n"
+		for _, f := range fields {
+			s += "--query-gpu=" + f + `) echo 'Field "` + f + `" is not a valid field to query.'; exit 2;;` + "\n"
+		}
+		return s + "esac\n" + `case " $* " in *" -lms "*) while :; do echo 300.00; sleep 0.05; done;; esac
+echo 250.5
+`
+	}
+	for _, c := range []struct {
+		name     string
+		script   string
+		field    string
+		lag, per time.Duration
+	}{
+		{"instant", refuse(), "power.draw.instant", 0, 100 * time.Millisecond},
+		{"average", refuse("power.draw.instant"), "power.draw.average", time.Second, time.Second},
+		{"neither", refuse("power.draw.instant", "power.draw.average"), "power.draw", time.Second, time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src, err := OpenNvidiaSMI(fakeTool(t, "nvidia-smi", c.script))(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			info := src.Info()
+			if !strings.Contains(info.Boundary, "(nvidia-smi "+c.field+")") && !strings.Contains(info.Boundary, "(nvidia-smi "+c.field+",") || info.Lag != c.lag || info.Period != c.per {
+				t.Errorf("%s: info %+v, want %s, lag %v, period %v", c.name, info, c.field, c.lag, c.per)
+			}
+		})
 	}
 }
