@@ -336,6 +336,12 @@ func TestEnergyWritableByServe(t *testing.T) {
 	if a, _ := judgeEnergy(e, Limits{}); !a.OK || !a.Info || !strings.Contains(a.Detail, "the serve could set this sensor's readings") {
 		t.Errorf("for people: %+v", a)
 	}
+	// Joules without a window, or a window without joules: no figures.
+	for _, e := range []*Energy{func() *Energy { e := figures(); e.WindowS = nil; return e }(), func() *Energy { e := figures(); e.Joules = nil; return e }()} {
+		if a, _ := judgeEnergy(e, Limits{MaxJoulesPerToken: 1000}); a.OK || !strings.HasSuffix(a.Detail, "; no figures: --max-joules-per-token 1000 cannot be judged") {
+			t.Errorf("one of joules and window: %s", a.Detail)
+		}
+	}
 	// No tokens: nothing per token to judge.
 	e = figures()
 	e.Tokens, e.GrossJPerToken, e.NetJPerToken, e.TokensPerJoule = 0, nil, nil, nil
