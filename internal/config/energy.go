@@ -99,19 +99,32 @@ func SensorWritableBy(path string, uid uint32) string {
 	if err != nil {
 		return err.Error()
 	}
-	var fs syscall.Statfs_t
-	if fi, err := os.Stat(real); err == nil && fi.Mode().Perm()&0o222 == 0 && syscall.Statfs(real, &fs) == nil && fs.Type == sysfsMagic {
+	fi, err := os.Stat(real)
+	kernels := err == nil && fi.Mode().Perm()&0o222 == 0 && onSysfs(real)
+	if uid == 0 {
+		if !kernels {
+			return "the serve runs as root, as the gate does, and root can write any file but those the kernel serves (sysfs)"
+		}
+		// Root could point a symlink outside sysfs at a file of its own.
+		for p := abs; p != filepath.Dir(p); p = filepath.Dir(p) {
+			if fi, err := os.Lstat(p); err != nil {
+				return err.Error()
+			} else if fi.Mode()&os.ModeSymlink != 0 && !onSysfs(filepath.Dir(p)) {
+				return fmt.Sprintf("%s is a symlink outside sysfs, and the serve runs as root, as the gate does, which could replace it; name the kernel's file (%s)", p, real)
+			}
+		}
 		return ""
 	}
-	if uid == 0 {
-		return "the serve runs as root, as the gate does, and root can write any file but those the kernel serves (sysfs)"
-	}
 	paths := []string{abs}
-	if real != abs {
+	if real != abs && !kernels {
 		paths = append(paths, real)
 	}
 	for _, path := range paths {
 		for p := path; ; p = filepath.Dir(p) {
+			// No one replaces what lies in sysfs, the kernel's.
+			if kernels && p != filepath.Dir(p) && onSysfs(filepath.Dir(p)) {
+				continue
+			}
 			fi, err := os.Lstat(p)
 			if err != nil {
 				return err.Error()
@@ -139,4 +152,10 @@ func SensorWritableBy(path string, uid uint32) string {
 		}
 	}
 	return ""
+}
+
+// onSysfs reports whether path, followed, lies in sysfs.
+func onSysfs(path string) bool {
+	var fs syscall.Statfs_t
+	return syscall.Statfs(path, &fs) == nil && fs.Type == sysfsMagic
 }

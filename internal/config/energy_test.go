@@ -168,3 +168,36 @@ func TestCheckEnergyCeiling(t *testing.T) {
 		t.Errorf("a floor from the baseline: %q", got)
 	}
 }
+
+// A symlink to a kernel's file is judged where it lies, as a path through
+// it: the serve could point one in a directory it may write (or, as root,
+// any one outside sysfs) at a file of its own, which a read-only sysfs
+// file at its end does not stop.
+func TestSensorWritableBySymlinkToKernel(t *testing.T) {
+	const kernels = "/sys/devices/system/cpu/online"
+	if fi, err := os.Stat(kernels); err != nil || fi.Mode().Perm()&0o222 != 0 {
+		t.Skipf("no read-only sysfs file at %s here", kernels)
+	}
+	base := t.TempDir()
+	link := filepath.Join(base, "online")
+	if err := os.Symlink(kernels, link); err != nil {
+		t.Fatal(err)
+	}
+	me := uint32(os.Geteuid())
+	if why := SensorWritableBy(link, me); me != 0 && !strings.Contains(why, link+" belongs to") {
+		t.Errorf("SensorWritableBy(%s -> %s, this user) = %q, want the symlink named as this user's", link, kernels, why)
+	}
+	if why := SensorWritableBy(link, 0); !strings.Contains(why, link+" is a symlink outside sysfs") {
+		t.Errorf("SensorWritableBy(%s -> %s, root) = %q, want the symlink named", link, kernels, why)
+	}
+	// The kernel's own symlinks (sysfs's bus and class links) are no
+	// way in.
+	const through = "/sys/bus/cpu/devices/cpu0/topology/core_id"
+	if fi, err := os.Stat(through); err == nil && fi.Mode().Perm()&0o222 == 0 {
+		for _, uid := range []uint32{0, me, other} {
+			if why := SensorWritableBy(through, uid); why != "" {
+				t.Errorf("SensorWritableBy(%s, uid %d) = %q, want \"\"", through, uid, why)
+			}
+		}
+	}
+}
