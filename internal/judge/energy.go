@@ -284,8 +284,9 @@ func EnergyText(e *Energy) string {
 		return s
 	}
 	var s string
-	if e.NetJPerToken != nil {
-		s = fmt.Sprintf("net %.4g J/token (gross %.4g", *e.NetJPerToken, *e.GrossJPerToken)
+	// Gross first: what a ceiling judges; net beside it.
+	if e.GrossJPerToken != nil && e.NetJPerToken != nil {
+		s = fmt.Sprintf("gross %.4g J/token (net %.4g", *e.GrossJPerToken, *e.NetJPerToken)
 	} else if e.GrossJPerToken != nil {
 		s = fmt.Sprintf("gross %.4g J/token (no net figure", *e.GrossJPerToken)
 	} else {
@@ -315,13 +316,13 @@ func EnergyText(e *Energy) string {
 	return s
 }
 
-// roundEnergyText is one load round's joules per token, net where the idle
-// power is known.
+// roundEnergyText is one load round's joules per token: gross, and net
+// beside it where the idle power is known.
 func roundEnergyText(r EnergyRound) string {
 	// if, not switch: each condition a statement of its own, which
 	// mutation testing can reach.
-	if r.NetJPerToken != nil {
-		return fmt.Sprintf("%.4g net", *r.NetJPerToken)
+	if r.GrossJPerToken != nil && r.NetJPerToken != nil {
+		return fmt.Sprintf("%.4g gross (%.4g net)", *r.GrossJPerToken, *r.NetJPerToken)
 	}
 	if r.GrossJPerToken != nil {
 		return fmt.Sprintf("%.4g gross", *r.GrossJPerToken)

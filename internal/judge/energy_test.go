@@ -30,7 +30,7 @@ func TestJudgeEnergy(t *testing.T) {
 		{name: "off, no ceiling: no row", e: nil},
 		{name: "off with a ceiling", e: nil, ceiling: 1, row: true, want: []string{"no energy figures were recorded: --max-joules-per-token 1 cannot be judged"}},
 		{name: "figures for people", e: figures(), row: true, ok: true, info: true,
-			want: []string{"net 1.5 J/token (gross 2.5; 0.4 tokens/J): 250 J over 25.00 s for 100 tokens, idle 4 W", `"nvml:0" ("the GPU board", "not known")`}},
+			want: []string{"gross 2.5 J/token (net 1.5; 0.4 tokens/J): 250 J over 25.00 s for 100 tokens, idle 4 W", `"nvml:0" ("the GPU board", "not known")`}},
 		{name: "under the ceiling", e: figures(), ceiling: 3, row: true, ok: true, want: []string{"; at most 3 J/token gross: ok"}},
 		{name: "at the ceiling", e: figures(), ceiling: 2.5, row: true, ok: true, want: []string{"at most 2.5 J/token gross: ok"}},
 		{name: "above the ceiling", e: figures(), ceiling: 2.4, row: true, want: []string{"above the ceiling of 2.4 J/token gross"}},
@@ -39,7 +39,7 @@ func TestJudgeEnergy(t *testing.T) {
 			e.Joules, e.GrossJPerToken, e.NetJPerToken, e.TokensPerJoule = fp(0), fp(0), fp(-1), nil
 			return e
 		}(), ceiling: 1, row: true, ok: true,
-			want: []string{"(gross 0)", "; at most 1 J/token gross: ok"}},
+			want: []string{"gross 0 J/token (net -1)", "; at most 1 J/token gross: ok"}},
 		{name: "too short, for people", e: func() *Energy { e := figures(); e.TooShort = "too short for this sensor"; return e }(), row: true, ok: true, info: true,
 			want: []string{`"too short for this sensor"`}},
 		{name: "unavailable, for people", e: &Energy{Source: "auto", Why: "no energy source can be read here"}, row: true, ok: true, info: true,
@@ -55,12 +55,12 @@ func TestJudgeEnergy(t *testing.T) {
 			e.Why = "the net figure is below 0: the idle power moved more than decoding added"
 			return e
 		}(), ceiling: 3, row: true, ok: true,
-			want: []string{"net -1 J/token", "the net figure is below 0", "; at most 3 J/token gross: ok"}},
+			want: []string{"gross 2.5 J/token (net -1;", "the net figure is below 0", "; at most 3 J/token gross: ok"}},
 		{name: "net below 0, for people", e: func() *Energy {
 			e := figures()
 			e.IdleW, e.NetJPerToken = fp(140), fp(-1)
 			return e
-		}(), row: true, ok: true, info: true, want: []string{"net -1 J/token"}},
+		}(), row: true, ok: true, info: true, want: []string{"gross 2.5 J/token (net -1;"}},
 		{name: "no net, with a ceiling", e: func() *Energy {
 			e := figures()
 			e.NetJPerToken, e.IdleW = nil, nil
@@ -99,7 +99,7 @@ func TestEnergyText(t *testing.T) {
 	e := figures()
 	e.TooShort, e.Why = "too short for this sensor", "idle after: no reading"
 	got := EnergyText(e)
-	if want := `net 1.5 J/token (gross 2.5; 0.4 tokens/J): 250 J over 25.00 s for 100 tokens, idle 4 W; "nvml:0" ("the GPU board", "not known"); "too short for this sensor"; "idle after: no reading"`; got != want {
+	if want := `gross 2.5 J/token (net 1.5; 0.4 tokens/J): 250 J over 25.00 s for 100 tokens, idle 4 W; "nvml:0" ("the GPU board", "not known"); "too short for this sensor"; "idle after: no reading"`; got != want {
 		t.Errorf("EnergyText() = %q, want %q", got, want)
 	}
 	// No tokens: the joules alone.
@@ -107,10 +107,11 @@ func TestEnergyText(t *testing.T) {
 	if got := EnergyText(e); !strings.HasPrefix(got, "3 J over no decoded token (): 3 J over 1.00 s for 0 tokens; \"c\"") {
 		t.Errorf("no tokens: %q", got)
 	}
-	// Under load, each round's figure: net, else gross, else why.
+	// Under load, each round's figure: gross, net beside it where there
+	// is one, else why.
 	e = figures()
 	e.Rounds = []EnergyRound{{N: 1, GrossJPerToken: fp(0.9), NetJPerToken: fp(0.5)}, {N: 2, GrossJPerToken: fp(0.8)}, {N: 3, Why: "no reading after it"}, {N: 4}}
-	if got := EnergyText(e); got != `net 1.5 J/token (gross 2.5; 0.4 tokens/J): 250 J over 25.00 s for 100 tokens, idle 4 W; "nvml:0" ("the GPU board", "not known"); under load, each round: 0.5 net, 0.8 gross, none ("no reading after it"), none` {
+	if got := EnergyText(e); got != `gross 2.5 J/token (net 1.5; 0.4 tokens/J): 250 J over 25.00 s for 100 tokens, idle 4 W; "nvml:0" ("the GPU board", "not known"); under load, each round: 0.9 gross (0.5 net), 0.8 gross, none ("no reading after it"), none` {
 		t.Errorf("rounds: %q", got)
 	}
 	// Joules without a window are no figures.
