@@ -43,11 +43,6 @@ func (c *Config) checkEnergy(p *Plan) []error {
 	if spec.Kind == energy.Off {
 		return append(errs, fmt.Errorf("--max-joules-per-token %g needs an energy source, and --energy is off; pass --energy auto or a source", c.MaxJoulesPerToken))
 	}
-	if spec.Kind == "counter" || spec.Kind == "power" {
-		if why := SensorWritableBy(spec.Arg, uint32(os.Geteuid())); why != "" {
-			errs = append(errs, fmt.Errorf("--max-joules-per-token %g judges what --energy %s reads, and the serve could set it: %s; give the ceiling a sensor the serve's user cannot write: the kernel's (sysfs), or, where the runner is not root, a file only root or a sensor daemon's user can write, in directories only they can (docs/measuring.md: energy per token)", c.MaxJoulesPerToken, c.Energy, why))
-		}
-	}
 	src, _, err := energy.Open(spec, p.EnergyOrder, p.EnergyEnv)
 	if err != nil {
 		what := "--energy " + c.Energy
@@ -55,6 +50,12 @@ func (c *Config) checkEnergy(p *Plan) []error {
 			return append(errs, fmt.Errorf("--max-joules-per-token %g needs an energy source this runner can read, and %s has none: %v (npu-hold doctor lists the sources; docs/measuring.md: energy)", c.MaxJoulesPerToken, what, err))
 		}
 		return append(errs, fmt.Errorf("%s: %v", what, err))
+	}
+	// A file read: who else could write it.
+	if spec.Kind == "counter" || spec.Kind == "power" {
+		if why := SensorWritableBy(spec.Arg, uint32(os.Geteuid())); why != "" {
+			errs = append(errs, fmt.Errorf("--max-joules-per-token %g judges what --energy %s reads, and the serve could set it: %s; give the ceiling a sensor the serve's user cannot write: the kernel's (sysfs), or, where the runner is not root, a file only root or a sensor daemon's user can write, in directories only they can (docs/measuring.md: energy per token)", c.MaxJoulesPerToken, c.Energy, why))
+		}
 	}
 	info := src.Info()
 	src.Close()

@@ -201,3 +201,34 @@ func TestSensorWritableBySymlinkToKernel(t *testing.T) {
 		}
 	}
 }
+
+// A ceiling's sensor that cannot be read (not there, not a regular file,
+// no number in it) is said as such, once: not also as one the serve could
+// set ("lstat ...: no such file or directory" read as how it could).
+func TestCheckEnergyCeilingUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	words := filepath.Join(dir, "words")
+	os.WriteFile(words, []byte("forty\n"), 0o644)
+	none := filepath.Join(dir, "none")
+	for _, c := range []struct {
+		energy, want string
+	}{
+		{"counter:" + none, "--energy counter:" + none + " has none: counter:" + none + ": " + none + ": no such file or directory"},
+		{"power:/dev/zero", "--energy power:/dev/zero has none: power:/dev/zero: /dev/zero is not a regular file"},
+		{"counter:" + words, "--energy counter:" + words + " has none: counter:" + words + ": " + words + " does not hold a non-negative number: \"forty\""},
+	} {
+		cfg := Default()
+		cfg.Energy, cfg.MaxJoulesPerToken = c.energy, 1
+		var msgs []string
+		for _, err := range cfg.checkEnergy(&Plan{EnergyEnv: energy.Env{Sys: t.TempDir()}}) {
+			msgs = append(msgs, err.Error())
+		}
+		got := strings.Join(msgs, "\n")
+		if !strings.Contains(got, "--max-joules-per-token 1 needs an energy source this runner can read, and "+c.want) {
+			t.Errorf("checkEnergy(--energy %s) = %q, want %q", c.energy, got, c.want)
+		}
+		if strings.Contains(got, "the serve could set it") {
+			t.Errorf("checkEnergy(--energy %s) = %q: a file that cannot be read is said as one the serve could set", c.energy, got)
+		}
+	}
+}
