@@ -188,7 +188,7 @@ func judgeEnergy(e *Energy, l Limits) (Assertion, bool) {
 		return a, true
 	}
 	if why := tooShortForCeiling(e); why != "" {
-		a.Detail += "; " + why + ": " + cannot + "; ask more replies (--max-replies, --max-tokens) or read a sensor that updates faster"
+		a.Detail += "; " + why + ": " + cannot + "; ask a longer window: more replies at least (--replies: the sign counts may stop a run there, under --max-replies) or more tokens each (--max-tokens), or read a sensor that updates faster"
 		return a, true
 	}
 	// Judged on the joules and tokens, not on a stored quotient.

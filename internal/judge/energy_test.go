@@ -318,7 +318,7 @@ func TestEnergyCeilingWindow(t *testing.T) {
 				}
 				return
 			}
-			if a.OK || !strings.Contains(a.Detail, c.want) || !strings.HasSuffix(a.Detail, "--max-joules-per-token 1000 cannot be judged; ask more replies (--max-replies, --max-tokens) or read a sensor that updates faster") {
+			if a.OK || !strings.Contains(a.Detail, c.want) || !strings.HasSuffix(a.Detail, "--max-joules-per-token 1000 cannot be judged; ask a longer window: more replies at least (--replies: the sign counts may stop a run there, under --max-replies) or more tokens each (--max-tokens), or read a sensor that updates faster") {
 				t.Errorf("ok %v: %s", a.OK, a.Detail)
 			}
 		})
