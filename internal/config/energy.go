@@ -51,14 +51,14 @@ func (c *Config) checkEnergy(p *Plan) []error {
 		}
 		return append(errs, fmt.Errorf("%s: %v", what, err))
 	}
-	// A file read: who else could write it.
-	if spec.Kind == "counter" || spec.Kind == "power" {
-		if why := SensorWritableBy(spec.Arg, uint32(os.Geteuid())); why != "" {
-			errs = append(errs, fmt.Errorf("--max-joules-per-token %g judges what --energy %s reads, and the serve could set it: %s; give the ceiling a sensor the serve's user cannot write: the kernel's (sysfs), or, where the runner is not root, a file only root or a sensor daemon's user can write, in directories only they can (docs/measuring.md: energy per token)", c.MaxJoulesPerToken, c.Energy, why))
-		}
-	}
 	info := src.Info()
 	src.Close()
+	// A file read, or a program run: who else could write it.
+	if tool, why := SourceWritableBy(spec, info, p.EnergyEnv, uint32(os.Geteuid())); why != "" && tool == "" {
+		errs = append(errs, fmt.Errorf("--max-joules-per-token %g judges what --energy %s reads, and the serve could set it: %s; give the ceiling a sensor the serve's user cannot write: the kernel's (sysfs), or, where the runner is not root, a file only root or a sensor daemon's user can write, in directories only they can (docs/measuring.md: energy per token)", c.MaxJoulesPerToken, c.Energy, why))
+	} else if why != "" {
+		errs = append(errs, fmt.Errorf("--max-joules-per-token %g judges what --energy %s reads through %s, and the serve could replace it: %s; install %s where only root can write it (its package's place, e.g. /usr/bin), first on PATH (docs/measuring.md: energy per token)", c.MaxJoulesPerToken, c.Energy, tool, why, filepath.Base(tool)))
+	}
 	// The longest window a run that passes the rate row asks: every reply
 	// at the most tokens, decoding at the floor after the first-token
 	// limit. A floor from the baseline is known only once it is read.
@@ -76,6 +76,29 @@ func (c *Config) checkEnergy(p *Plan) []error {
 		}
 	}
 	return errs
+}
+
+// SourceWritableBy says how a process of uid, the serve's user, could set
+// what the source read reads, or "": for a counter: or power: file,
+// SensorWritableBy of it; for nvml or npu-smi, of the program the source
+// runs (tool, its path as env found it), where uid is not root (root could
+// replace any program, and is not asked about it).
+func SourceWritableBy(spec energy.Spec, info energy.Info, env energy.Env, uid uint32) (tool, why string) {
+	if spec.Kind == "counter" || spec.Kind == "power" {
+		return "", SensorWritableBy(spec.Arg, uid)
+	}
+	name := energy.ToolOf(info)
+	if name == "" || uid == 0 || env.LookCmd == nil {
+		return "", ""
+	}
+	path, err := env.LookCmd(name)
+	if err != nil {
+		return "", ""
+	}
+	if why := SensorWritableBy(path, uid); why != "" {
+		return path, why
+	}
+	return "", ""
 }
 
 // sysfsMagic is sysfs's filesystem type (statfs's f_type): its files are

@@ -232,3 +232,30 @@ func TestCheckEnergyCeilingUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// The program an nvml or npu-smi source runs is a sensor too: one the
+// serve's user could replace (its own, in a directory it may write) is
+// bad input with a ceiling. Plays the serve's user as this one, which must
+// not be root (as root the tool is not checked).
+func TestCheckEnergyCeilingTool(t *testing.T) {
+	if uid := os.Geteuid(); uid == 0 {
+		t.Skipf("the serve's user is this one, and as root the tool is not checked: run as another user (uid %d is root)", uid)
+	}
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "nvidia-smi")
+	script := "#!/bin/sh\ncase \" $* \" in *\" -lms \"*) while :; do echo 250.5; sleep 0.05; done;; esac\necho 250.5\n"
+	if err := os.WriteFile(tool, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	cfg := Default()
+	cfg.Energy, cfg.MaxJoulesPerToken = "nvml", 1
+	var msgs []string
+	for _, err := range cfg.checkEnergy(&Plan{}) {
+		msgs = append(msgs, err.Error())
+	}
+	got := strings.Join(msgs, "\n")
+	if want := "--max-joules-per-token 1 judges what --energy nvml reads through " + tool + ", and the serve could replace it: " + tool + " belongs to"; !strings.Contains(got, want) {
+		t.Errorf("checkEnergy(--energy nvml, nvidia-smi the serve's user's) = %q, want %q", got, want)
+	}
+}

@@ -240,9 +240,45 @@ func (e Env) lookCmd() func(string) (string, error) {
 }
 
 // DefaultEnv is where a run finds its sources: /sys, and nvidia-smi and
-// npu-smi on PATH.
+// npu-smi on PATH as it is now, when the configuration is checked: a tool
+// put earlier on PATH once the serve runs (by a serve that may write a
+// directory there) is not the one read.
 func DefaultEnv() Env {
-	return Env{Sys: "/sys", NVML: OpenNvidiaSMI(exec.LookPath), LookCmd: exec.LookPath}
+	look := PinnedLook(exec.LookPath, "nvidia-smi", "npu-smi")
+	return Env{Sys: "/sys", NVML: OpenNvidiaSMI(look), LookCmd: look}
+}
+
+// PinnedLook looks each of names up with look now and gives those answers
+// from then on; a name not among them is not found.
+func PinnedLook(look func(string) (string, error), names ...string) func(string) (string, error) {
+	type found struct {
+		path string
+		err  error
+	}
+	pinned := map[string]found{}
+	for _, n := range names {
+		p, err := look(n)
+		pinned[n] = found{p, err}
+	}
+	return func(n string) (string, error) {
+		f, ok := pinned[n]
+		if !ok {
+			return "", &exec.Error{Name: n, Err: exec.ErrNotFound}
+		}
+		return f.path, f.err
+	}
+}
+
+// ToolOf is the program on PATH a source of info runs ("nvidia-smi",
+// "npu-smi"), or "" for one that reads files.
+func ToolOf(info Info) string {
+	switch {
+	case strings.HasPrefix(info.Name, "nvml:"):
+		return "nvidia-smi"
+	case strings.HasPrefix(info.Name, "npu-smi:"):
+		return "npu-smi"
+	}
+	return ""
 }
 
 // Found is whether one kind of source can be read here, by this user.

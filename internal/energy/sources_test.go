@@ -480,3 +480,37 @@ echo 250.5
 		})
 	}
 }
+
+// DefaultEnv looks nvidia-smi and npu-smi up on PATH once, when it is made
+// (before the serve starts): a tool put earlier on PATH afterwards (by a
+// serve that may write a directory there) is not the one read.
+func TestDefaultEnvPinsTools(t *testing.T) {
+	first, later := t.TempDir(), t.TempDir()
+	for _, dir := range []string{first, later} {
+		for _, name := range []string{"nvidia-smi", "npu-smi"} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Setenv("PATH", first)
+	env := DefaultEnv()
+	t.Setenv("PATH", later+string(os.PathListSeparator)+first)
+	for _, name := range []string{"nvidia-smi", "npu-smi"} {
+		if got, err := env.LookCmd(name); err != nil || got != filepath.Join(first, name) {
+			t.Errorf("DefaultEnv().LookCmd(%q) after PATH changed = %q, %v, want %q", name, got, err, filepath.Join(first, name))
+		}
+	}
+	t.Setenv("PATH", t.TempDir())
+	if got, err := DefaultEnv().LookCmd("nvidia-smi"); err == nil {
+		t.Errorf("DefaultEnv().LookCmd(nvidia-smi) with none on PATH = %q, want an error", got)
+	}
+}
+
+func TestToolOf(t *testing.T) {
+	for name, want := range map[string]string{"nvml:0": "nvidia-smi", "npu-smi:1": "npu-smi", "counter:/x": "", "hwmon:amdgpu": "", "rapl:0": ""} {
+		if got := ToolOf(Info{Name: name}); got != want {
+			t.Errorf("ToolOf(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -48,8 +48,10 @@ func (g *Gate) startEnergy(ctx context.Context, res *report.Result) *energyRun {
 		g.logf("energy: passed over %s", why)
 	}
 	e := &energyRun{meter: energy.Start(src), passed: passed, idle: p.EnergyIdle}
-	if p.EnergySpec.Kind == "counter" || p.EnergySpec.Kind == "power" {
-		e.writable = config.SensorWritableBy(p.EnergySpec.Arg, uint32(os.Geteuid()))
+	if tool, why := config.SourceWritableBy(p.EnergySpec, info, p.EnergyEnv, uint32(os.Geteuid())); why != "" && tool != "" {
+		e.writable = tool + " could be replaced: " + why
+	} else {
+		e.writable = why
 	}
 	if e.idle > 0 {
 		e.idle = min(max(e.idle, judge.MinPeriods*info.Period), maxIdleSpan)
