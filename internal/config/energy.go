@@ -40,6 +40,9 @@ func (c *Config) checkEnergy(p *Plan) []error {
 	if err != nil || !(c.MaxJoulesPerToken > 0) {
 		return errs
 	}
+	// Once checked, the run's readings refuse a file the serve's user owns
+	// (one it made in the sensor's place); the check reads it as it is.
+	defer func() { p.EnergyEnv.ServeUID = uint32(os.Geteuid()) }()
 	if spec.Kind == energy.Off {
 		return append(errs, fmt.Errorf("--max-joules-per-token %g needs an energy source, and --energy is off; pass --energy auto or a source", c.MaxJoulesPerToken))
 	}

@@ -259,3 +259,26 @@ func TestCheckEnergyCeilingTool(t *testing.T) {
 		t.Errorf("checkEnergy(--energy nvml, nvidia-smi the serve's user's) = %q, want %q", got, want)
 	}
 }
+
+// With a ceiling, the sensor's readings refuse a file the serve's user
+// owns from then on (Env.ServeUID): this user, unless root (who owns
+// sysfs's files too); without one, they read it and the figures say so.
+func TestCheckEnergyServeUID(t *testing.T) {
+	me := uint32(os.Geteuid())
+	for _, ceiling := range []float64{0, 1} {
+		cfg := Default()
+		cfg.Energy, cfg.MaxJoulesPerToken = "off", ceiling
+		if ceiling > 0 {
+			cfg.Energy = "auto"
+		}
+		p := &Plan{EnergyEnv: energy.Env{Sys: t.TempDir()}}
+		cfg.checkEnergy(p)
+		want := uint32(0)
+		if ceiling > 0 {
+			want = me
+		}
+		if p.EnergyEnv.ServeUID != want {
+			t.Errorf("checkEnergy(--max-joules-per-token %g) ServeUID = %d, want %d", ceiling, p.EnergyEnv.ServeUID, want)
+		}
+	}
+}

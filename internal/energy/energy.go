@@ -144,6 +144,10 @@ type Env struct {
 	Sys     string // "/sys"
 	NVML    func(dev int) (Source, error)
 	LookCmd func(string) (string, error) // exec.LookPath
+	// ServeUID, where not 0, is the serve's user: a counter: or power:
+	// file it owns is refused at each read (one it made in the sensor's
+	// place once the configuration was checked).
+	ServeUID uint32
 }
 
 // ErrUnavailable marks a source that this runner does not have or cannot
@@ -188,9 +192,9 @@ func openOne(spec Spec, env Env) (Source, error) {
 	var err error
 	switch spec.Kind {
 	case "counter":
-		src, err = openFile(Info{Name: "counter:" + spec.Arg, Quantity: Counter, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: DefaultPoll}, spec.Arg, spec.Scale)
+		src, err = openFile(Info{Name: "counter:" + spec.Arg, Quantity: Counter, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: DefaultPoll}, spec.Arg, spec.Scale, env.ServeUID)
 	case "power":
-		src, err = openFile(Info{Name: "power:" + spec.Arg, Quantity: Power, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: DefaultPoll}, spec.Arg, spec.Scale)
+		src, err = openFile(Info{Name: "power:" + spec.Arg, Quantity: Power, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: DefaultPoll}, spec.Arg, spec.Scale, env.ServeUID)
 	case "hwmon":
 		src, err = openHwmon(env.sys(), spec.Arg)
 	case "rapl":

@@ -2,6 +2,7 @@ package energy
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -512,5 +513,35 @@ func TestToolOf(t *testing.T) {
 		if got := ToolOf(Info{Name: name}); got != want {
 			t.Errorf("ToolOf(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// With Env.ServeUID, a counter: or power: file is refused at each read
+// while the serve's user owns it: one the serve made in the sensor's
+// place (a sticky directory, between a daemon's unlink and its new file)
+// after the configuration was checked is not read.
+func TestFileServeUID(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "uj")
+	if err := os.WriteFile(file, []byte("5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serve := uint32(os.Geteuid())
+	if serve == 0 {
+		serve = 4242
+		if err := os.Chown(file, int(serve), int(serve)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, _, err := Open(Spec{Kind: "counter", Arg: file, Scale: 1e-6}, nil, Env{Sys: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Open without ServeUID: %v", err)
+	}
+	src.Close()
+	want := fmt.Sprintf("%s belongs to uid %d, the serve's user, who could set it", file, serve)
+	if _, _, err := Open(Spec{Kind: "counter", Arg: file, Scale: 1e-6}, nil, Env{Sys: t.TempDir(), ServeUID: serve}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open(a file of uid %d, ServeUID %d) = %v, want %q", serve, serve, err, want)
+	}
+	if _, _, err := Open(Spec{Kind: "counter", Arg: file, Scale: 1e-6}, nil, Env{Sys: t.TempDir(), ServeUID: serve + 1}); err != nil {
+		t.Errorf("Open(a file of uid %d, ServeUID %d) = %v, want it read", serve, serve+1, err)
 	}
 }
