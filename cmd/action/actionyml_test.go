@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/publish"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
 // action.yml and the flags must agree: every flag of the gate is an input of
@@ -63,7 +65,8 @@ func TestActionYMLMatchesFlags(t *testing.T) {
 	if !strings.Contains(text, `run: exec "$NPU_SERVE_SMOKE" run`) {
 		t.Error("the gate step does not exec the binary: bash would swallow the runner's cancel signals")
 	}
-	for _, out := range []string{"result", "rate", "first-token-ms", "route", "agreement", "result-json", "summary-md", "check-run-id"} {
+	// Every output the gate sets, mapped.
+	for out := range publish.Outputs(&report.Result{}, "", 0) {
 		if !strings.Contains(text, "value: ${{ steps.gate.outputs."+out+" }}") {
 			t.Errorf("output %s is not mapped from the gate step", out)
 		}

@@ -69,7 +69,7 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	referenceFlags(fs, c)
 	fs.StringVar(&c.Energy, "energy", c.Energy, "the energy sensor read while the judged replies decode: auto, off, nvml[:N], npu-smi[:N], hwmon[:NAME], rapl[:N], counter:PATH[:uj|mj|j] or power:PATH[:uw|mw|w] (docs/measuring.md)")
 	fs.DurationVar(&c.EnergyIdle, "energy-idle", c.EnergyIdle, "how long the serve's idle power is read before the first judged request and after the last (at least ten sensor periods; 0: no net figure)")
-	fs.Float64Var(&c.MaxJoulesPerToken, "max-joules-per-token", c.MaxJoulesPerToken, "net joules per decoded token allowed: makes the energy row an assertion (0: the row is for people only)")
+	fs.Float64Var(&c.MaxJoulesPerToken, "max-joules-per-token", c.MaxJoulesPerToken, "gross joules per decoded token allowed, idle included: makes the energy row an assertion (0: the row is for people only)")
 	fs.StringVar(&c.ReferenceMissing, "reference-missing", c.ReferenceMissing, "fail or skip: what --reference github:PATTERN does when it finds no usable recording (fail: the agreement assertion fails, saying why)")
 	fs.IntVar(&c.Load, "load", c.Load, "after the single-stream assertions passed, rounds of N streams started together, judged on --load-expect (0: off)")
 	fs.StringVar(&c.LoadExpect, "load-expect", c.LoadExpect, "batch (the serve decodes the streams together) or serial (it takes one request at a time, first in first out) (default: the preset's, serial for ovms and flm, else batch)")

@@ -207,7 +207,7 @@ func limitFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.Lead, "lead", c.Lead, "the lead of the sign counts that decides (docs/measuring.md)")
 	fs.Var(&patterns{list: &c.FastRoute}, "fast-route", "RE2 pattern, or count rule, naming the fast route (repeatable)")
 	fs.Var(&patterns{list: &c.SlowRoute}, "slow-route", "RE2 pattern, or unless-fast rule, naming the slow route (repeatable)")
-	fs.Float64Var(&c.MaxJoulesPerToken, "max-joules-per-token", c.MaxJoulesPerToken, "net joules per decoded token allowed, judged on the energy figures the run recorded (0: the row is for people only)")
+	fs.Float64Var(&c.MaxJoulesPerToken, "max-joules-per-token", c.MaxJoulesPerToken, "gross joules per decoded token allowed, idle included, judged on the energy figures the run recorded (0: the row is for people only)")
 	referenceFlags(fs, c)
 }
 

@@ -116,7 +116,7 @@ type Config struct {
 	// Energy is the energy sensor read while the judged replies decode
 	// (energy.ParseSpec: auto, off, nvml, hwmon, ...), EnergyIdle how long
 	// the serve's idle power is read before and after them, and
-	// MaxJoulesPerToken the net joules per decoded token allowed (0: the
+	// MaxJoulesPerToken the gross joules per decoded token allowed (0: the
 	// energy row is for people only).
 	Energy            string
 	EnergyIdle        time.Duration
@@ -504,7 +504,7 @@ func (c *Config) checkLimits(name func(flag string) string) (*route.Rules, error
 		errs = append(errs, fmt.Errorf("%s %v: pass a percentage from 0 to under 100, e.g. 10", name("max-regression"), c.MaxRegression))
 	}
 	if !(c.MaxJoulesPerToken >= 0) || math.IsInf(c.MaxJoulesPerToken, 0) {
-		errs = append(errs, fmt.Errorf("%s %v: pass the net joules per decoded token allowed, above 0 (e.g. 0.5), or 0 for no ceiling", name("max-joules-per-token"), c.MaxJoulesPerToken))
+		errs = append(errs, fmt.Errorf("%s %v: pass the gross joules per decoded token allowed, above 0 (e.g. 0.5), or 0 for no ceiling", name("max-joules-per-token"), c.MaxJoulesPerToken))
 	}
 	if c.Lead < 1 || c.Lead > report.MaxReplies {
 		errs = append(errs, fmt.Errorf("%s %d: pass 1 to %d; %d, the default, is Wald's test at alpha %g (docs/measuring.md)", name("lead"), c.Lead, report.MaxReplies, stats.DefaultLead, stats.Alpha))

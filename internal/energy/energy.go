@@ -144,6 +144,10 @@ type Env struct {
 	Sys     string // "/sys"
 	NVML    func(dev int) (Source, error)
 	LookCmd func(string) (string, error) // exec.LookPath
+	// ServeUID, where not 0, is the serve's user: a counter: or power:
+	// file it owns is refused at each read (one it made in the sensor's
+	// place once the configuration was checked).
+	ServeUID uint32
 }
 
 // ErrUnavailable marks a source that this runner does not have or cannot
@@ -188,9 +192,9 @@ func openOne(spec Spec, env Env) (Source, error) {
 	var err error
 	switch spec.Kind {
 	case "counter":
-		src, err = openFile(Info{Name: "counter:" + spec.Arg, Quantity: Counter, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: DefaultPoll}, spec.Arg, spec.Scale)
+		src, err = openFile(Info{Name: "counter:" + spec.Arg, Quantity: Counter, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: DefaultPoll}, spec.Arg, spec.Scale, env.ServeUID)
 	case "power":
-		src, err = openFile(Info{Name: "power:" + spec.Arg, Quantity: Power, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: DefaultPoll}, spec.Arg, spec.Scale)
+		src, err = openFile(Info{Name: "power:" + spec.Arg, Quantity: Power, Boundary: "as the file's sensor covers it", Method: NotKnown, Poll: DefaultPoll}, spec.Arg, spec.Scale, env.ServeUID)
 	case "hwmon":
 		src, err = openHwmon(env.sys(), spec.Arg)
 	case "rapl":
@@ -240,9 +244,45 @@ func (e Env) lookCmd() func(string) (string, error) {
 }
 
 // DefaultEnv is where a run finds its sources: /sys, and nvidia-smi and
-// npu-smi on PATH.
+// npu-smi on PATH as it is now, when the configuration is checked: a tool
+// put earlier on PATH once the serve runs (by a serve that may write a
+// directory there) is not the one read.
 func DefaultEnv() Env {
-	return Env{Sys: "/sys", NVML: OpenNvidiaSMI(exec.LookPath), LookCmd: exec.LookPath}
+	look := PinnedLook(exec.LookPath, "nvidia-smi", "npu-smi")
+	return Env{Sys: "/sys", NVML: OpenNvidiaSMI(look), LookCmd: look}
+}
+
+// PinnedLook looks each of names up with look now and gives those answers
+// from then on; a name not among them is not found.
+func PinnedLook(look func(string) (string, error), names ...string) func(string) (string, error) {
+	type found struct {
+		path string
+		err  error
+	}
+	pinned := map[string]found{}
+	for _, n := range names {
+		p, err := look(n)
+		pinned[n] = found{p, err}
+	}
+	return func(n string) (string, error) {
+		f, ok := pinned[n]
+		if !ok {
+			return "", &exec.Error{Name: n, Err: exec.ErrNotFound}
+		}
+		return f.path, f.err
+	}
+}
+
+// ToolOf is the program on PATH a source of info runs ("nvidia-smi",
+// "npu-smi"), or "" for one that reads files.
+func ToolOf(info Info) string {
+	switch {
+	case strings.HasPrefix(info.Name, "nvml:"):
+		return "nvidia-smi"
+	case strings.HasPrefix(info.Name, "npu-smi:"):
+		return "npu-smi"
+	}
+	return ""
 }
 
 // Found is whether one kind of source can be read here, by this user.

@@ -22,17 +22,18 @@ type fileSource struct {
 	info  Info
 	path  string
 	scale float64 // to joules or watts
+	serve uint32  // a file this uid owns is refused (0: none)
 }
 
-func openFile(info Info, path string, scale float64) (Source, error) {
-	return &fileSource{info: info, path: path, scale: scale}, nil
+func openFile(info Info, path string, scale float64, serve uint32) (Source, error) {
+	return &fileSource{info: info, path: path, scale: scale, serve: serve}, nil
 }
 
 func (f *fileSource) Info() Info   { return f.info }
 func (f *fileSource) Close() error { return nil }
 
 func (f *fileSource) Read() (float64, error) {
-	v, err := readNumber(f.path)
+	v, err := readNumberOf(f.path, f.serve)
 	if err != nil {
 		return 0, err
 	}
@@ -63,6 +64,11 @@ const maxFile = 64
 
 // readNumber reads one non-negative finite number from path.
 func readNumber(path string) (float64, error) {
+	return readNumberOf(path, 0)
+}
+
+// readNumberOf is readNumber refusing a file uid serve owns (0: none).
+func readNumberOf(path string, serve uint32) (float64, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return 0, readErr(path, err)
@@ -74,6 +80,9 @@ func readNumber(path string) (float64, error) {
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	if serve != 0 && st.Uid == serve {
+		return 0, fmt.Errorf("%s belongs to uid %d, the serve's user, who could set it", path, serve)
 	}
 	buf := make([]byte, maxFile+1)
 	n, err := syscall.Read(fd, buf)

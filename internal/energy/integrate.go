@@ -36,9 +36,12 @@ type series struct {
 // prepare turns readings into points. A counter's points are the first
 // reading of each new value, where the counter was seen to move (between
 // two such points its energy grew at an even rate, as far as anything
-// read can tell); a wrap adds the counter's range, and a counter that goes
-// back with no range known is an error. A power reading that is a trailing
-// average is placed half its length earlier.
+// read can tell); a counter that stood still for longer than its period
+// before a move (a device drawing nothing) took that move's energy in the
+// period before it, not over the stillness; a wrap adds the counter's
+// range, and a counter that goes back with no range known is an error. A
+// power reading that is a trailing average is placed half its length
+// earlier.
 func prepare(info Info, s []Sample) (series, error) {
 	if len(s) == 0 {
 		return series{}, fmt.Errorf("%s: no reading", info.Name)
@@ -53,6 +56,7 @@ func prepare(info Info, s []Sample) (series, error) {
 		return sr, nil
 	}
 	total := 0.0
+	p := period(info, s).Seconds()
 	sr.pts = append(sr.pts, point{0, 0})
 	for i := 1; i < len(s); i++ {
 		d := s[i].V - s[i-1].V
@@ -64,6 +68,9 @@ func prepare(info Info, s []Sample) (series, error) {
 				return series{}, fmt.Errorf("%s: the counter went back from %.6g J to %.6g J at %s, and its range is not known", info.Name, s[i-1].V, s[i].V, s[i].T.Format("15:04:05.000"))
 			}
 			d += info.Range
+		}
+		if still := sec(s[i].T) - p; p > 0 && still > sr.pts[len(sr.pts)-1].t {
+			sr.pts = append(sr.pts, point{still, total})
 		}
 		total += d
 		sr.pts = append(sr.pts, point{sec(s[i].T), total})
@@ -162,6 +169,9 @@ func Figures(info Info, s []Sample, readErr error, w Window, tokens int) judge.E
 	e := judge.Energy{Source: info.Name, Quantity: info.Quantity, Boundary: info.Boundary, Method: info.Method, Tokens: tokens}
 	p := period(info, s)
 	e.PeriodMS = float64(p) / float64(time.Millisecond)
+	if info.Quantity == Power {
+		e.LagMS = float64(info.Lag) / float64(time.Millisecond)
+	}
 	var whys []string
 	if readErr != nil {
 		whys = append(whys, readErr.Error())

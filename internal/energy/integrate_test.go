@@ -313,3 +313,41 @@ func TestPeriodOfPower(t *testing.T) {
 		t.Errorf("a counter's period: %v, want the readings' 1s", p)
 	}
 }
+
+// TestFiguresLag: a power reading's lag is in the figures (a ceiling needs
+// it to tell an averaged sensor); a counter has none.
+func TestFiguresLag(t *testing.T) {
+	s := []Sample{{at(0), 10}, {at(1), 10}, {at(2), 10}, {at(3), 10}}
+	w := Window{Start: at(1.5), End: at(2.5)}
+	if e := Figures(Info{Name: "p", Quantity: Power, Lag: 1500 * time.Millisecond, Period: time.Second}, s, nil, w, 1); e.LagMS != 1500 || e.PeriodMS != 1000 {
+		t.Errorf("power: lag %v ms, period %v ms", e.LagMS, e.PeriodMS)
+	}
+	if e := Figures(Info{Name: "c", Quantity: Counter, Lag: time.Second}, []Sample{{at(0), 0}, {at(1), 1}, {at(2), 2}, {at(3), 3}}, nil, w, 1); e.LagMS != 0 {
+		t.Errorf("a counter: lag %v ms", e.LagMS)
+	}
+}
+
+// TestCounterStill: a counter that stands still (a device drawing nothing)
+// and then moves took that move's energy in the period before it, not
+// over the stillness.
+func TestCounterStill(t *testing.T) {
+	// Still at 0 J from 0 to 5 s, then 1 J a move every 100 ms.
+	s := []Sample{{at(0), 0}, {at(5), 0}}
+	for i := 1; i <= 10; i++ {
+		s = append(s, Sample{at(5 + 0.1*float64(i)), float64(i)})
+	}
+	sr, err := prepare(Info{Name: "c", Quantity: Counter}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ a, b, want float64 }{
+		{0, 5, 0},   // the stillness drew nothing
+		{5, 5.1, 1}, // the period before the first move took it
+		{5.05, 5.1, 0.5},
+		{5.1, 6, 9},
+	} {
+		if j, err := sr.joules(at(c.a), at(c.b)); err != nil || math.Abs(j-c.want) > 1e-9 {
+			t.Errorf("[%v, %v]: %v J, %v; want %v", c.a, c.b, j, err, c.want)
+		}
+	}
+}

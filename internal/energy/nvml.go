@@ -19,7 +19,11 @@ import (
 // NVML's total-energy counter (nvmlDeviceGetTotalEnergyConsumption) would
 // be better, but binding the C library at run time makes the static release
 // binary a dynamically linked one; nvidia-smi gives power.draw.instant
-// (drivers that have it) or power.draw, which the meter integrates.
+// (drivers that have it), else power.draw.average or power.draw, which the
+// meter integrates. NVML's nvmlDeviceGetPowerUsage (power.draw) is an
+// average over a second on Ampere (GA100 aside) and newer GPUs, and
+// instantaneous before: where the instant field is missing, the reading is
+// taken as that average (a lag and period of a second).
 type nvidiaSMI struct {
 	info   Info
 	cmd    *exec.Cmd
@@ -35,6 +39,10 @@ type nvidiaSMI struct {
 // nvidiaSMIPeriod is the loop's period (-lms).
 const nvidiaSMIPeriod = 100 * time.Millisecond
 
+// nvidiaSMIAverage is what power.draw.average averages, and power.draw on
+// Ampere and newer GPUs: a second (NVML's nvmlDeviceGetPowerUsage).
+const nvidiaSMIAverage = time.Second
+
 // OpenNvidiaSMI is Env.NVML's default: nvidia-smi on PATH, GPU dev.
 func OpenNvidiaSMI(look func(string) (string, error)) func(dev int) (Source, error) {
 	return func(dev int) (Source, error) {
@@ -43,9 +51,9 @@ func OpenNvidiaSMI(look func(string) (string, error)) func(dev int) (Source, err
 			return nil, notHere("nvidia-smi is not on PATH")
 		}
 		// Which power field this driver has: the instant one (newer
-		// drivers), else power.draw.
+		// drivers), else the average over a second.
 		field := ""
-		for _, f := range []string{"power.draw.instant", "power.draw"} {
+		for _, f := range []string{"power.draw.instant", "power.draw.average", "power.draw"} {
 			out, err := runNvidiaSMI(path, dev, f)
 			if err == nil {
 				if _, err := parsePower(out); err == nil {
@@ -72,9 +80,15 @@ func OpenNvidiaSMI(look func(string) (string, error)) func(dev int) (Source, err
 			cancel()
 			return nil, notHere("nvidia-smi: %v", err)
 		}
-		s := &nvidiaSMI{cmd: cmd, cancel: cancel, done: make(chan struct{}),
-			info: Info{Name: fmt.Sprintf("nvml:%d", dev), Quantity: Power, Boundary: "the GPU board (nvidia-smi " + field + ")",
-				Method: NotKnown, Period: nvidiaSMIPeriod, Poll: DefaultPoll}}
+		info := Info{Name: fmt.Sprintf("nvml:%d", dev), Quantity: Power, Boundary: "the GPU board (nvidia-smi " + field + ")",
+			Method: NotKnown, Period: nvidiaSMIPeriod, Poll: DefaultPoll}
+		if field != "power.draw.instant" {
+			info.Lag, info.Period = nvidiaSMIAverage, nvidiaSMIAverage
+			if field == "power.draw" {
+				info.Boundary = "the GPU board (nvidia-smi power.draw, taken as its average over 1 s: Ampere and newer, GA100 aside)"
+			}
+		}
+		s := &nvidiaSMI{cmd: cmd, cancel: cancel, done: make(chan struct{}), info: info}
 		go s.read(bufio.NewScanner(stdout))
 		// The first line, so that Read has a value.
 		deadline := time.After(5 * time.Second)

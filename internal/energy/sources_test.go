@@ -2,6 +2,7 @@ package energy
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,7 +256,7 @@ echo 250.5
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if !strings.Contains(src.Info().Boundary, "power.draw)") || src.Info().Quantity != Power {
+	if !strings.Contains(src.Info().Boundary, "power.draw.average)") || src.Info().Quantity != Power {
 		t.Errorf("info: %+v", src.Info())
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -439,5 +440,108 @@ func TestNPUSMIWrapperHung(t *testing.T) {
 	if pid > 0 && syscall.Kill(pid, 0) == nil {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("the hung tool, pid %d, outlived its reading", pid)
+	}
+}
+
+// TestNvidiaSMIField: the instant power where the driver has it; else its
+// average over a second, said as such (NVML's nvmlDeviceGetPowerUsage: on
+// Ampere, GA100 aside, and newer, power.draw is that average too), so the
+// readings are placed half a second earlier and a ceiling counts periods
+// of a second; the field read is named in the boundary.
+func TestNvidiaSMIField(t *testing.T) {
+	refuse := func(fields ...string) string {
+		s := `case "$1" in` + "\n"
+		for _, f := range fields {
+			s += "--query-gpu=" + f + `) echo 'Field "` + f + `" is not a valid field to query.'; exit 2;;` + "\n"
+		}
+		return s + "esac\n" + `case " $* " in *" -lms "*) while :; do echo 300.00; sleep 0.05; done;; esac
+echo 250.5
+`
+	}
+	for _, c := range []struct {
+		name     string
+		script   string
+		field    string
+		lag, per time.Duration
+	}{
+		{"instant", refuse(), "power.draw.instant", 0, 100 * time.Millisecond},
+		{"average", refuse("power.draw.instant"), "power.draw.average", time.Second, time.Second},
+		{"neither", refuse("power.draw.instant", "power.draw.average"), "power.draw", time.Second, time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src, err := OpenNvidiaSMI(fakeTool(t, "nvidia-smi", c.script))(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			info := src.Info()
+			if !strings.Contains(info.Boundary, "(nvidia-smi "+c.field+")") && !strings.Contains(info.Boundary, "(nvidia-smi "+c.field+",") || info.Lag != c.lag || info.Period != c.per {
+				t.Errorf("%s: info %+v, want %s, lag %v, period %v", c.name, info, c.field, c.lag, c.per)
+			}
+		})
+	}
+}
+
+// DefaultEnv looks nvidia-smi and npu-smi up on PATH once, when it is made
+// (before the serve starts): a tool put earlier on PATH afterwards (by a
+// serve that may write a directory there) is not the one read.
+func TestDefaultEnvPinsTools(t *testing.T) {
+	first, later := t.TempDir(), t.TempDir()
+	for _, dir := range []string{first, later} {
+		for _, name := range []string{"nvidia-smi", "npu-smi"} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Setenv("PATH", first)
+	env := DefaultEnv()
+	t.Setenv("PATH", later+string(os.PathListSeparator)+first)
+	for _, name := range []string{"nvidia-smi", "npu-smi"} {
+		if got, err := env.LookCmd(name); err != nil || got != filepath.Join(first, name) {
+			t.Errorf("DefaultEnv().LookCmd(%q) after PATH changed = %q, %v, want %q", name, got, err, filepath.Join(first, name))
+		}
+	}
+	t.Setenv("PATH", t.TempDir())
+	if got, err := DefaultEnv().LookCmd("nvidia-smi"); err == nil {
+		t.Errorf("DefaultEnv().LookCmd(nvidia-smi) with none on PATH = %q, want an error", got)
+	}
+}
+
+func TestToolOf(t *testing.T) {
+	for name, want := range map[string]string{"nvml:0": "nvidia-smi", "npu-smi:1": "npu-smi", "counter:/x": "", "hwmon:amdgpu": "", "rapl:0": ""} {
+		if got := ToolOf(Info{Name: name}); got != want {
+			t.Errorf("ToolOf(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// With Env.ServeUID, a counter: or power: file is refused at each read
+// while the serve's user owns it: one the serve made in the sensor's
+// place (a sticky directory, between a daemon's unlink and its new file)
+// after the configuration was checked is not read.
+func TestFileServeUID(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "uj")
+	if err := os.WriteFile(file, []byte("5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serve := uint32(os.Geteuid())
+	if serve == 0 {
+		serve = 4242
+		if err := os.Chown(file, int(serve), int(serve)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, _, err := Open(Spec{Kind: "counter", Arg: file, Scale: 1e-6}, nil, Env{Sys: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Open without ServeUID: %v", err)
+	}
+	src.Close()
+	want := fmt.Sprintf("%s belongs to uid %d, the serve's user, who could set it", file, serve)
+	if _, _, err := Open(Spec{Kind: "counter", Arg: file, Scale: 1e-6}, nil, Env{Sys: t.TempDir(), ServeUID: serve}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open(a file of uid %d, ServeUID %d) = %v, want %q", serve, serve, err, want)
+	}
+	if _, _, err := Open(Spec{Kind: "counter", Arg: file, Scale: 1e-6}, nil, Env{Sys: t.TempDir(), ServeUID: serve + 1}); err != nil {
+		t.Errorf("Open(a file of uid %d, ServeUID %d) = %v, want it read", serve, serve+1, err)
 	}
 }

@@ -109,15 +109,16 @@ func (m *Merged) anyLoad() bool {
 	return false
 }
 
-// energyCell is a row's net joules per decoded token and its source, or
+// energyCell is a row's gross joules per decoded token (what a ceiling
+// judges), the net figure beside it where there is one, and its source, or
 // why there is none.
 func energyCell(r *Row) string {
 	if r.Result == nil || r.Result.Energy == nil {
 		return "—"
 	}
 	e := r.Result.Energy
-	if e.NetJPerToken != nil {
-		return fmt.Sprintf("%.3g J/token net (%s)", *e.NetJPerToken, report.Cell(e.Source, 60))
+	if e.GrossJPerToken != nil && e.NetJPerToken != nil {
+		return fmt.Sprintf("%.3g J/token gross, %.3g net (%s)", *e.GrossJPerToken, *e.NetJPerToken, report.Cell(e.Source, 60))
 	}
 	if e.GrossJPerToken != nil {
 		return fmt.Sprintf("%.3g J/token gross (%s)", *e.GrossJPerToken, report.Cell(e.Source, 60))

@@ -107,9 +107,9 @@ func TestMarkdownAgreement(t *testing.T) {
 	}
 }
 
-// The energy column: there when a row has joules per token, each row's net
-// figure (else gross, else unavailable), and none when no runner had a
-// sensor.
+// The energy column: there when a row has joules per token, each row's
+// gross figure (what a ceiling judges) with the net one beside it where
+// there is one (else unavailable), and none when no runner had a sensor.
 func TestMarkdownEnergy(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	net := resultAt(90)
@@ -127,7 +127,7 @@ func TestMarkdownEnergy(t *testing.T) {
 	md := m.Markdown(65536, nil)
 	for _, want := range []string{
 		"| route | against the baseline | energy |\n|---|---|---|---:|---:|---|---|---:|\n",
-		"| a | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | 1.25 J/token net (nvml:0) |\n",
+		"| a | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | 2 J/token gross, 1.25 net (nvml:0) |\n",
 		"| b | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | 3 J/token gross (rapl:0) |\n",
 		"| c | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | unavailable |\n",
 		"| d | npu | ✅ pass | 90.0 tok/s (60) | 200 ms (600) | fast | — | — |\n",

@@ -2,8 +2,10 @@ package gate
 
 import (
 	"context"
+	"os"
 	"time"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
@@ -12,8 +14,10 @@ import (
 
 // energyRun is the energy sensor read during a run's judged replies.
 type energyRun struct {
-	meter      *energy.Meter
-	passed     []string
+	meter  *energy.Meter
+	passed []string
+	// writable says how the serve could set the sensor's file, or "".
+	writable   string
 	idle       time.Duration
 	idleBefore [2]time.Time
 	idleAfter  [2]time.Time
@@ -44,6 +48,11 @@ func (g *Gate) startEnergy(ctx context.Context, res *report.Result) *energyRun {
 		g.logf("energy: passed over %s", why)
 	}
 	e := &energyRun{meter: energy.Start(src), passed: passed, idle: p.EnergyIdle}
+	if tool, why := config.SourceWritableBy(p.EnergySpec, info, p.EnergyEnv, uint32(os.Geteuid())); why != "" && tool != "" {
+		e.writable = tool + " could be replaced: " + why
+	} else {
+		e.writable = why
+	}
 	if e.idle > 0 {
 		e.idle = min(max(e.idle, judge.MinPeriods*info.Period), maxIdleSpan)
 		e.idleBefore = idleSpan(ctx, e.idle)
@@ -111,7 +120,7 @@ func (g *Gate) finishEnergy(ctx context.Context, res *report.Result, e *energyRu
 		f = energy.Figures(info, samples, readErr, w, tokens)
 		f.Rounds = energy.RoundFigures(info, samples, rounds, f.IdleW)
 	}
-	f.Passed = e.passed
+	f.Passed, f.WritableByServe = e.passed, e.writable
 	res.Energy = &f
 	g.logf("energy: %s", judge.EnergyText(&f))
 }

@@ -2,10 +2,13 @@ package gate
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
 
@@ -42,4 +45,22 @@ func BenchmarkEnergyRate(b *testing.B) {
 	b.ReportMetric(off, "off-tok/s")
 	b.ReportMetric(on, "on-tok/s")
 	b.ReportMetric(100*(on-off)/off, "on-vs-off-%")
+}
+
+// TestEnergyWritableByServe: a sensor file the serve could set is said so
+// in the figures, so a ceiling read back later (judge DIR) does not judge
+// them; the run's own user writes this one.
+func TestEnergyWritableByServe(t *testing.T) {
+	counter := filepath.Join(t.TempDir(), "uj")
+	p := plan(t, "--rate", "1000", "--first-token-ms", "0", "--sensor", counter, "--sensor-period", "10ms")
+	p.MaxTokens, p.Replies, p.MaxReplies, p.EnergyIdle = 8, 1, 1, 0
+	p.RateSource = judge.RateServer
+	p.EnergySpec = energy.Spec{Kind: "counter", Arg: counter, Scale: 1e-6}
+	res, err := (&Gate{Plan: p}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Energy == nil || res.Energy.WritableByServe != config.SensorWritableBy(counter, uint32(os.Geteuid())) || res.Energy.WritableByServe == "" {
+		t.Errorf("energy %+v: not said that the serve could set %s", res.Energy, counter)
+	}
 }

@@ -61,8 +61,8 @@ type Limits struct {
 	// made before the sequential rule, whose details then give no signs.
 	Lead int `json:"lead,omitempty"`
 	// MaxJoulesPerToken makes the energy row an assertion: the judged
-	// window's net joules per decoded token at most this. 0: the row is
-	// for people only.
+	// window's gross joules per decoded token (idle included) at most
+	// this. 0: the row is for people only.
 	MaxJoulesPerToken float64 `json:"max_joules_per_token,omitempty"`
 }
 

@@ -685,3 +685,27 @@ func TestOutputsAgreement(t *testing.T) {
 		}
 	}
 }
+
+// The energy output is the gross joules per decoded token, what
+// --max-joules-per-token judges; energy-net is the net figure beside it.
+// Each is empty where the run has none.
+func TestOutputsEnergy(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		name           string
+		e              *judge.Energy
+		gross, netWant string
+	}{
+		{"no sensor", nil, "", ""},
+		{"unavailable", &judge.Energy{Source: "auto", Why: "no energy source can be read here"}, "", ""},
+		{"gross and net", &judge.Energy{GrossJPerToken: f(1.484), NetJPerToken: f(0.07407)}, "1.484", "0.07407"},
+		{"gross alone (--energy-idle 0)", &judge.Energy{GrossJPerToken: f(2.5)}, "2.5", ""},
+	} {
+		res := result(t, true)
+		res.Energy = c.e
+		got := Outputs(res, "", 0)
+		if got["energy"] != c.gross || got["energy-net"] != c.netWant {
+			t.Errorf("%s: Outputs()[energy, energy-net] = %q, %q, want %q, %q", c.name, got["energy"], got["energy-net"], c.gross, c.netWant)
+		}
+	}
+}

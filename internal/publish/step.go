@@ -50,6 +50,7 @@ func Outputs(res *report.Result, files string, checkID int64) map[string]string 
 		"route":          report.RouteName(res.Route),
 		"agreement":      "",
 		"energy":         "",
+		"energy-net":     "",
 		"result-json":    "",
 		"summary-md":     "",
 		"check-run-id":   "",
@@ -75,8 +76,12 @@ func Outputs(res *report.Result, files string, checkID int64) map[string]string 
 			}
 		}
 	}
-	if e := res.Energy; e != nil && e.NetJPerToken != nil {
-		out["energy"] = fmt.Sprintf("%.4g", *e.NetJPerToken)
+	// Gross: what --max-joules-per-token judges; the net figure beside it.
+	if e := res.Energy; e != nil && e.GrossJPerToken != nil {
+		out["energy"] = fmt.Sprintf("%.4g", *e.GrossJPerToken)
+		if e.NetJPerToken != nil {
+			out["energy-net"] = fmt.Sprintf("%.4g", *e.NetJPerToken)
+		}
 	}
 	if checkID != 0 {
 		out["check-run-id"] = fmt.Sprint(checkID)
