@@ -50,11 +50,28 @@ func TestRouteWitnessed(t *testing.T) {
 			fastQ + "; but " + none + ": this run is not on the fast route"},
 		{"fast words, no device, a process unread: not witnessed", fastEv, npuWitness(func(w *Witness) { w.Unread = []string{"pid 9: permission denied"} }), true,
 			fastQ + "; witnesses: not witnessed: " + none + ", and 1 of the serve's processes could not be read (pid 9: permission denied): the verdict rests on the log"},
+		{"fast words, no device, part of the serve left unread by a bound: not witnessed", fastEv, npuWitness(func(w *Witness) {
+			w.Cut = "256 of the serve's 300 processes read (at most 256)"
+		}), true,
+			fastQ + "; witnesses: not witnessed: " + none + "; 256 of the serve's 300 processes read (at most 256): what was left unread may hold what the rest does not: the verdict rests on the log"},
+		{"fast words, no device, unread and cut: the unread named", fastEv, npuWitness(func(w *Witness) {
+			w.Unread = []string{"pid 9: permission denied"}
+			w.Cut = "c"
+		}), true,
+			fastQ + "; witnesses: not witnessed: " + none + "; c, and 1 of the serve's processes could not be read (pid 9: permission denied): the verdict rests on the log"},
+		{"fast words, no device, a process hiding and part cut: FAIL", fastEv, npuWitness(func(w *Witness) {
+			w.Unread = []string{"pid 9: permission denied"}
+			w.Hiding = []string{"pid 9"}
+			w.Cut = "c"
+		}), false,
+			fastQ + "; but " + none + "; c, and 1 of the serve's processes run as the gate's own user yet hide their descriptors from it (pid 9: not dumpable: prctl PR_SET_DUMPABLE, an executable this user cannot read, or a set-id program): the fast route is not taken on the log's word alone"},
+		{"slow words, part cut: slow", slowEv, npuWitness(func(w *Witness) { w.Cut = "c" }), false,
+			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: ` + none + "; c"},
 		{"fast words, no device, a process of the gate's own user that hides its descriptors: FAIL", fastEv, npuWitness(func(w *Witness) {
 			w.Unread = []string{"pid 9: permission denied"}
 			w.Hiding = []string{"pid 9"}
 		}), false,
-			fastQ + "; but " + none + ", and 1 of the serve's processes run as the gate's own user yet hide their descriptors from it (pid 9: not dumpable: prctl PR_SET_DUMPABLE, or an executable this user cannot read): the fast route is not taken on the log's word alone"},
+			fastQ + "; but " + none + ", and 1 of the serve's processes run as the gate's own user yet hide their descriptors from it (pid 9: not dumpable: prctl PR_SET_DUMPABLE, an executable this user cannot read, or a set-id program): the fast route is not taken on the log's word alone"},
 		{"slow words, a process that hides its descriptors: slow, and said as the slow route's", slowEv, npuWitness(func(w *Witness) {
 			w.Unread = []string{"pid 9: permission denied"}
 			w.Hiding = []string{"pid 9"}
