@@ -889,5 +889,8 @@ func witnessLine(w *route.Witness) string {
 	if len(w.Unread) > 0 {
 		line += "; unread: " + strings.Join(w.Unread, ", ")
 	}
+	if w.Cut != "" {
+		line += "; cut: " + w.Cut
+	}
 	return line
 }

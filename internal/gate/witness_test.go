@@ -6,8 +6,27 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
+
+// TestWitnessLine: the console says what the witnesses read, what they
+// could not, and what a bound cut.
+func TestWitnessLine(t *testing.T) {
+	for _, tc := range []struct {
+		w    route.Witness
+		want string
+	}{
+		{route.Witness{NotRead: "x"}, "not witnessed: x"},
+		{route.Witness{Processes: 2, Held: []string{"/dev/accel/accel0"}}, "2 processes read; devices held: /dev/accel/accel0; backends mapped: none"},
+		{route.Witness{Processes: 64, Unread: []string{"pid 9: permission denied"}, Cut: "the maps of 32 of the serve's 64 processes read: the sample's time ran out (at most 2s)"},
+			"64 processes read; devices held: none; backends mapped: none; unread: pid 9: permission denied; cut: the maps of 32 of the serve's 64 processes read: the sample's time ran out (at most 2s)"},
+	} {
+		if got := witnessLine(&tc.w); got != tc.want {
+			t.Errorf("witnessLine(%+v) = %q, want %q", tc.w, got, tc.want)
+		}
+	}
+}
 
 // BenchmarkWitnessRate is the gate's median decode rate against the
 // simulated serve with the witnesses off and on, alternating run by run so
