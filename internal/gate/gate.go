@@ -892,5 +892,8 @@ func witnessLine(w *route.Witness) string {
 	if w.Cut != "" {
 		line += "; cut: " + w.Cut
 	}
+	if len(w.Excess) > 0 {
+		line += "; past a healthy serve's size: " + strings.Join(w.Excess, "; ")
+	}
 	return line
 }

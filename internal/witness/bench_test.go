@@ -78,6 +78,7 @@ func BenchmarkSampleFlood(b *testing.B) {
 	}
 	b.ReportMetric(float64(s.Processes), "processes-read")
 	b.Logf("cut: %q", s.Cut)
+	b.Logf("excess: %q", s.Excess)
 }
 
 func envInt(b *testing.B, name string, def int) int {

@@ -324,3 +324,80 @@ func TestHelperFlood(t *testing.T) {
 	fmt.Println("ready")
 	io.Copy(io.Discard, os.Stdin)
 }
+
+// TestHugeBackendMapping: an empty file named like a backend, mapped
+// executable a TiB long (address space only: it costs the serve nothing),
+// would have the pagemap read for 268 million pages, past the sample's
+// time, and the cut read as not witnessed. No library's code is near that
+// size: the mapping is not weighed, and is said to be the serve's own
+// excess.
+func TestHugeBackendMapping(t *testing.T) {
+	lib := filepath.Join(t.TempDir(), "libggml-cuda.so")
+	f, err := os.Create(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := syscall.Mmap(int(f.Fd()), 0, 1<<40, syscall.PROT_READ|syscall.PROT_EXEC, syscall.MAP_PRIVATE|syscall.MAP_NORESERVE)
+	if err != nil {
+		t.Skipf("mapping a TiB of %s executable: %v", lib, err)
+	}
+	defer syscall.Munmap(b)
+	r := &Reader{Proc: "/proc", Wait: 300 * time.Millisecond, Devices: []string{"/dev/accel/accel*"}, Libraries: []string{"libggml-cuda*.so*"}}
+	s := r.Sample(context.Background(), []int{os.Getpid()})
+	want := []string{fmt.Sprintf("pid %d: an executable mapping of 1024 GiB named like a backend (%q): no library's code is near that size (at most %d GiB weighed)", os.Getpid(), lib, MaxLibrary>>30)}
+	if diff := cmp.Diff(want, s.Excess); diff != "" || len(s.Mapped) != 0 || s.Processes != 1 {
+		t.Errorf("Excess of a TiB mapped executable (-want +got):\n%s; mapped %q, %d processes, cut %q", diff, s.Mapped, s.Processes, s.Cut)
+	}
+}
+
+// TestBoundDeviceAtTheName: a real character device the serve may open
+// (/dev/null) bound at /dev/accel/accel0 in a mount namespace of its own
+// is no device of the class: its numbers are not those of the node the
+// gate's /dev has at that name, nor is there one (no NPU on this box).
+func TestBoundDeviceAtTheName(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare (util-linux)")
+	}
+	if _, ok := CharDevice("/dev/accel/accel0"); ok {
+		t.Skip("this box has /dev/accel/accel0")
+	}
+	keep := filepath.Join(t.TempDir(), "null")
+	if err := os.WriteFile(keep, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", "-Urm", "sh", "-c", "mount --bind /dev/null "+keep+" && mount -t tmpfs tmpfs /dev && mkdir /dev/accel && : >/dev/accel/accel0 && mount --bind "+keep+" /dev/accel/accel0 && exec 3</dev/accel/accel0 && echo ready && exec sleep 60")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	pid := started(t, cmd, func(int) bool { return true })
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		cmd.Wait()
+		t.Skipf("user and mount namespaces refused: %v: %s", err, stderr.String())
+	}
+	fd3 := fmt.Sprintf("/proc/%d/fd/3", pid)
+	name, _ := os.Readlink(fd3)
+	rdev, ok := CharDevice(fd3)
+	null, _ := CharDevice("/dev/null")
+	if name != "/dev/accel/accel0" || !ok || rdev != null {
+		t.Fatalf("descriptor 3 holds %q, a character device %v numbered %#x; want /dev/accel/accel0, /dev/null's %#x", name, ok, rdev, null)
+	}
+	r := &Reader{Proc: "/proc", Wait: time.Minute, Devices: []string{"/dev/accel/accel*"}}
+	s := r.Sample(context.Background(), []int{pid})
+	if s.Processes != 1 || len(s.Held) != 0 {
+		t.Errorf("Sample of a process holding /dev/null bound at /dev/accel/accel0: %d processes, held %q; want 1, none", s.Processes, s.Held)
+	}
+	// Where the gate's /dev has /dev/null's numbers at the name, it is held.
+	r.CharDevice = func(name string) (uint64, bool) {
+		if name == "/dev/accel/accel0" {
+			return null, true
+		}
+		return CharDevice(name)
+	}
+	if s := r.Sample(context.Background(), []int{pid}); len(s.Held) != 1 {
+		t.Errorf("Sample where the gate's /dev/accel/accel0 is /dev/null's numbers: held %q; want it", s.Held)
+	}
+}

@@ -20,7 +20,9 @@
 // Everything read is bounded: the processes, the lines of maps a process,
 // and a sample's time (SampleWait), the descriptors of every process read
 // before any maps. What a bound leaves unread is cut with a note, and the
-// judge reads it as not witnessed, never as nothing held.
+// judge reads it as not witnessed, never as nothing held; unless the serve
+// caused the cut by a size past any healthy serve's (Excess), which is
+// its own doing and keeps no PASS.
 package witness
 
 import (
@@ -43,6 +45,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
@@ -52,11 +55,28 @@ const (
 	MaxMaps  = 65536 // lines of one process's maps read (the kernel's default vm.max_map_count is 65530)
 	MaxLine  = 4096  // bytes of a line of maps kept: of a longer one, its start and its end (the file's name)
 	MaxSeen  = 32    // device nodes and libraries kept
+	// MaxLibrary is the largest executable mapping of a backend weighed
+	// (its pages looked up in pagemap): a backend's code is tens to
+	// hundreds of MiB (libcuda's some 30 MiB).
+	MaxLibrary = 4 << 30
 	// SampleWait is the most one sample reads for: what is left then is
 	// cut, and said (64 processes that map a file 60,000 times each took
 	// 5 s to read whole on a 2-core machine, BenchmarkSampleFlood).
 	SampleWait = 2 * time.Second
 	ToolWait   = 5 * time.Second
+)
+
+// A healthy serve's whole, far past what any real serve shows: llama.cpp's
+// server is one process of some 100 to 400 descriptors and a few thousand
+// lines of maps, Ollama a server and a runner of as many, vLLM a dozen
+// Python processes of some 10,000 lines of maps each. A sample whose time
+// ran out having read more than any of these (or a bound's cut: processes
+// past MaxProcs, a process's maps past MaxMaps, a backend's mapping past
+// MaxLibrary) was cut by the serve's own size, and says so (Excess).
+const (
+	HealthyFds   = 16384   // descriptors over the serve's processes
+	HealthyMaps  = 262144  // lines of maps over the serve's processes
+	HealthyPages = 1 << 22 // pages of backends' mappings looked up (16 GiB of 4 KiB pages)
 )
 
 // Reader reads the witnesses of a serve's processes.
@@ -112,6 +132,9 @@ type Sample struct {
 	Held      []string // device nodes of the classes held open
 	Mapped    []string // backend libraries mapped
 	Cut       []string // what the bounds left out
+	// Excess says where the serve is past any healthy serve's size, so
+	// that what a bound left unread is its own doing.
+	Excess []string
 	// Clients are the DRM client usage stats of the held descriptors,
 	// one a client (an open file description: drm-client-id where the
 	// driver gives one).
@@ -121,7 +144,10 @@ type Sample struct {
 
 	fdinfoBuf []byte
 	mapsBuf   *bufio.Reader
-	nodes     map[string]uint64 // the gate's own /dev's nodes, by path, as looked at
+	// what was read: descriptors, lines of maps, pages of backends'
+	// mappings looked up in pagemap
+	fds, lines, pages int
+	nodes             map[string]uint64 // the gate's own /dev's nodes, by path, as looked at
 }
 
 // Client is one DRM client's usage stats.
@@ -151,6 +177,7 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 	s := Sample{At: time.Now(), Clients: map[string]Client{}}
 	if len(pids) > MaxProcs {
 		s.Cut = append(s.Cut, fmt.Sprintf("%d of the serve's %d processes read (at most %d)", MaxProcs, len(pids), MaxProcs))
+		s.Excess = append(s.Excess, fmt.Sprintf("%d processes, where a healthy serve has a few", len(pids)))
 		pids = pids[:MaxProcs]
 	}
 	wait := cmp.Or(r.Wait, SampleWait)
@@ -180,6 +207,11 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 		}
 		s.Processes++
 	}
+	if errors.Is(context.Cause(rctx), errSampleWait) {
+		if past := s.past(); past != "" {
+			s.Excess = append(s.Excess, past)
+		}
+	}
 	s.Held, s.Mapped = kept(held, &s.Cut, "device nodes"), kept(mapped, &s.Cut, "libraries")
 	// NVIDIA's tool only where a process holds one of its nodes: no
 	// process computes on an NVIDIA GPU without.
@@ -192,6 +224,16 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 		s.Tools = append(s.Tools, r.npuSMI(ctx, pids))
 	}
 	return s
+}
+
+// past says what the sample read past a healthy serve's whole, "" when
+// nothing.
+func (s *Sample) past() string {
+	if s.fds <= HealthyFds && s.lines <= HealthyMaps && s.pages <= HealthyPages {
+		return ""
+	}
+	return fmt.Sprintf("%d descriptors, %d lines of maps and %d pages of backends' mappings read before the sample's time ran out, where a healthy serve has at most %d, %d and %d in all",
+		s.fds, s.lines, s.pages, HealthyFds, HealthyMaps, HealthyPages)
 }
 
 // stopped says why a sample stopped reading.
@@ -239,6 +281,7 @@ func (r *Reader) descriptors(ctx context.Context, s *Sample, pid int, held map[s
 			return nil
 		}
 		fds, err := f.Readdirnames(fdChunk)
+		s.fds += len(fds)
 		for _, fd := range fds {
 			link := filepath.Join(dir, "fd", fd)
 			target, err := os.Readlink(link)
@@ -370,21 +413,27 @@ func (r *Reader) maps(ctx context.Context, s *Sample, pid int, mapped map[string
 	br := s.mapsBuf
 	br.Reset(f)
 	pm := &pagemap{file: filepath.Join(dir, "pagemap")}
-	defer pm.close()
+	defer func() { s.pages += pm.pages; pm.close() }()
 	var line []byte
 	for n := 0; ; {
 		line, err = readLine(br, line[:0])
 		if len(line) > 0 {
 			if n++; n > MaxMaps {
 				s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d lines of maps read (more are mapped)", pid, MaxMaps))
+				s.Excess = append(s.Excess, fmt.Sprintf("pid %d: more than %d lines of maps, past the kernel's default vm.max_map_count (65530)", pid, MaxMaps))
 				return nil
 			}
+			s.lines++
 			if n%256 == 0 && ctx.Err() != nil {
 				s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d lines of maps read, more may be mapped: %s", pid, n-1, stopped(ctx)))
 				return nil
 			}
 			if p, ok := r.backend(ctx, line, pm, mapped); ok {
 				mapped[p] = true
+			}
+			if pm.huge != "" && !pm.hugeSaid {
+				pm.hugeSaid = true
+				s.Excess = append(s.Excess, fmt.Sprintf("pid %d: %s", pid, pm.huge))
 			}
 			if pm.err != nil && !pm.said {
 				pm.said = true
@@ -426,6 +475,13 @@ func (r *Reader) backend(ctx context.Context, line []byte, pm *pagemap, mapped m
 	if !ok || err1 != nil || err2 != nil || end < start {
 		return "", false
 	}
+	if end-start > MaxLibrary {
+		// Not weighed: looking up its pages would take the sample's
+		// time, and no library's code is near that size.
+		pm.huge = fmt.Sprintf("an executable mapping of %d GiB named like a backend (%s): no library's code is near that size (at most %d GiB weighed)",
+			(end-start)>>30, quote.Cut(p, 120), MaxLibrary>>30)
+		return "", false
+	}
 	return p, pm.holds(ctx, start, end)
 }
 
@@ -464,6 +520,11 @@ type pagemap struct {
 	buf  []byte
 	err  error // why it could not be read; then no mapping is weighed
 	said bool
+	// pages is how many pages were looked up.
+	pages int
+	// huge says the first mapping too large to weigh.
+	huge     string
+	hugeSaid bool
 }
 
 // holds reports whether the mapping from start to end holds a page,
@@ -484,6 +545,7 @@ func (pm *pagemap) holds(ctx context.Context, start, end uint64) bool {
 	for at, last := start/page, end/page; at < last; {
 		k := min(last-at, uint64(len(pm.buf)/8))
 		n, err := pm.f.ReadAt(pm.buf[:8*k], int64(at*8))
+		pm.pages += n / 8
 		for i := 0; i+8 <= n; i += 8 {
 			if binary.NativeEndian.Uint64(pm.buf[i:])>>62 != 0 {
 				return true
@@ -782,6 +844,7 @@ func (r *Reader) Witness(first, last Sample, binary bool) route.Witness {
 	w.Mapped = union(first.Mapped, last.Mapped)
 	w.Unread = union(first.Unread, last.Unread)
 	w.Hiding = union(first.Hiding, last.Hiding)
+	w.Excess = union(first.Excess, last.Excess)
 	if cut := union(first.Cut, last.Cut); len(cut) > 0 {
 		w.Cut = strings.Join(cut, "; ")
 	}

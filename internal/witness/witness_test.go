@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -275,6 +276,49 @@ func TestBounds(t *testing.T) {
 	}
 	if len(s.Held) != MaxSeen || len(s.Mapped) != MaxSeen {
 		t.Errorf("kept %d held, %d mapped; want %d each", len(s.Held), len(s.Mapped), MaxSeen)
+	}
+	// Past the bounds is past any healthy serve: the serve's own doing.
+	excess := []string{
+		fmt.Sprintf("%d processes, where a healthy serve has a few", MaxProcs+1),
+		fmt.Sprintf("pid 10: more than %d lines of maps, past the kernel's default vm.max_map_count (65530)", MaxMaps),
+	}
+	if diff := cmp.Diff(excess, s.Excess); diff != "" {
+		t.Errorf("Excess (-want +got):\n%s", diff)
+	}
+	if w := r.Witness(Sample{}, s, false); !slices.Equal(w.Excess, excess) {
+		t.Errorf("Witness's Excess = %q, want %q", w.Excess, excess)
+	}
+
+	// At the bounds, nothing past.
+	pids = pids[:MaxProcs]
+	root = t.TempDir()
+	r = npuReader(root)
+	writeProc(t, root, 10, fakeProc{maps: strings.Repeat("7f0000000000-7f0000100000 r--p 00000000 08:01 1234 /lib/x.so\n", MaxMaps)})
+	if s := r.Sample(context.Background(), pids); len(s.Excess) != 0 || len(s.Cut) != 0 {
+		t.Errorf("Sample of %d processes, %d lines of maps: excess %q, cut %q; want none", len(pids), MaxMaps, s.Excess, s.Cut)
+	}
+}
+
+// TestPast: a sample whose time ran out is past a healthy serve's whole
+// when it read more descriptors, lines of maps or pages of backends than
+// a healthy serve has in all; at the figures exactly it is not.
+func TestPast(t *testing.T) {
+	at := Sample{fds: HealthyFds, lines: HealthyMaps, pages: HealthyPages}
+	if got := at.past(); got != "" {
+		t.Errorf("past() at the healthy figures = %q, want none", got)
+	}
+	for _, s := range []Sample{
+		{fds: HealthyFds + 1},
+		{lines: HealthyMaps + 1},
+		{pages: HealthyPages + 1},
+	} {
+		want := fmt.Sprintf("%d descriptors, %d lines of maps and %d pages of backends' mappings read before the sample's time ran out, where a healthy serve has at most 16384, 262144 and 4194304 in all", s.fds, s.lines, s.pages)
+		if got := s.past(); got != want {
+			t.Errorf("past() = %q, want %q", got, want)
+		}
+	}
+	if HealthyFds != 16384 || HealthyMaps != 262144 || HealthyPages != 1<<22 || MaxLibrary != 4<<30 {
+		t.Errorf("healthy figures %d, %d, %d, library %d: the docs say 16384, 262144, 4194304 and 4 GiB", HealthyFds, HealthyMaps, HealthyPages, MaxLibrary)
 	}
 }
 

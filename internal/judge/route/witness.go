@@ -26,7 +26,9 @@ import (
 //     open proves little and names nothing;
 //   - witnesses that cannot be read change nothing: the detail says "not
 //     witnessed" and why, and the verdict rests on the log. What a bound
-//     left unread (Cut) is not witnessed either, never "holds nothing".
+//     left unread (Cut) is not witnessed either, never "holds nothing";
+//     but where the serve made itself too large to read (Excess), the
+//     fast route is not taken on the log's word alone.
 //
 // The serve's own account (Account) is weighed like a log line.
 type Witness struct {
@@ -54,6 +56,12 @@ type Witness struct {
 	// read, or a set-id program, which changes only the effective ids),
 	// as no other user's rules or hidepid did.
 	Hiding []string `json:"hiding,omitempty"`
+	// Excess says where the serve is past any healthy serve's size
+	// (processes, lines of maps, descriptors and maps read before a
+	// sample's time ran out, a backend's mapping larger than any
+	// library's code): what the bounds left unread is the serve's own
+	// doing.
+	Excess []string `json:"excess,omitempty"`
 	// Held are the device nodes of the classes held open, Mapped the
 	// backend libraries mapped, by any of the serve's processes.
 	Held   []string `json:"held,omitempty"`
@@ -148,6 +156,12 @@ func (w *Witness) weigh(a Verdict, ev Evidence) Verdict {
 		a.OK = false
 		a.Detail += fmt.Sprintf("; but %s, and %d of the serve's processes run as the gate's own user yet hide their descriptors from it (%s: not dumpable: prctl PR_SET_DUMPABLE, an executable this user cannot read, or a set-id program): the fast route is not taken on the log's word alone",
 			w.seen(), len(w.Hiding), strings.Join(w.Hiding, ", "))
+		return a
+	}
+	if a.OK && !took && len(w.Excess) > 0 {
+		a.OK = false
+		a.Detail += fmt.Sprintf("; but %s, and the serve is past any healthy serve's size (%s): what the bounds left unread is its own doing: the fast route is not taken on the log's word alone",
+			w.seen(), strings.Join(w.Excess, "; "))
 		return a
 	}
 	if a.OK && !took && len(w.Unread) > 0 {

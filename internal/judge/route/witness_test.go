@@ -65,6 +65,25 @@ func TestRouteWitnessed(t *testing.T) {
 			w.Cut = "c"
 		}), false,
 			fastQ + "; but " + none + "; c, and 1 of the serve's processes run as the gate's own user yet hide their descriptors from it (pid 9: not dumpable: prctl PR_SET_DUMPABLE, an executable this user cannot read, or a set-id program): the fast route is not taken on the log's word alone"},
+		{"fast words, no device, part cut by the serve's own size: FAIL", fastEv, npuWitness(func(w *Witness) {
+			w.Cut = "c"
+			w.Excess = []string{"5000 processes, where a healthy serve has a few", "e"}
+		}), false,
+			fastQ + "; but " + none + "; c, and the serve is past any healthy serve's size (5000 processes, where a healthy serve has a few; e): what the bounds left unread is its own doing: the fast route is not taken on the log's word alone"},
+		{"fast words, no device, past a healthy size and a process unread: FAIL", fastEv, npuWitness(func(w *Witness) {
+			w.Unread = []string{"pid 9: permission denied"}
+			w.Cut = "c"
+			w.Excess = []string{"e"}
+		}), false,
+			fastQ + "; but " + none + "; c, and the serve is past any healthy serve's size (e): what the bounds left unread is its own doing: the fast route is not taken on the log's word alone"},
+		{"fast words, a device held, past a healthy size: the held device witnesses it", fastEv, npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			w.Cut = "c"
+			w.Excess = []string{"e"}
+		}), true,
+			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*); c`},
+		{"slow words, past a healthy size: slow, said as the slow route's", slowEv, npuWitness(func(w *Witness) { w.Cut = "c"; w.Excess = []string{"e"} }), false,
+			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: ` + none + "; c"},
 		{"slow words, part cut: slow", slowEv, npuWitness(func(w *Witness) { w.Cut = "c" }), false,
 			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: ` + none + "; c"},
 		{"fast words, no device, a process of the gate's own user that hides its descriptors: FAIL", fastEv, npuWitness(func(w *Witness) {
