@@ -74,6 +74,7 @@ const (
 // past MaxProcs, a process's maps past MaxMaps, a backend's mapping past
 // MaxLibrary) was cut by the serve's own size, and says so (Excess).
 const (
+	HealthyProcs = 1024    // the serve's processes (known whole before any is read)
 	HealthyFds   = 16384   // descriptors over the serve's processes
 	HealthyMaps  = 262144  // lines of maps over the serve's processes
 	HealthyPages = 1 << 22 // pages of backends' mappings looked up (16 GiB of 4 KiB pages)
@@ -147,6 +148,7 @@ type Sample struct {
 	// what was read: descriptors, lines of maps, pages of backends'
 	// mappings looked up in pagemap
 	fds, lines, pages int
+	procs             int               // the serve's processes, read or not
 	nodes             map[string]uint64 // the gate's own /dev's nodes, by path, as looked at
 }
 
@@ -174,7 +176,7 @@ var errSampleWait = errors.New("the sample's time ran out")
 // device held is seen however long the maps take. It reads for at most
 // Wait, and stops when ctx is done: what is left is cut, and said.
 func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
-	s := Sample{At: time.Now(), Clients: map[string]Client{}}
+	s := Sample{At: time.Now(), Clients: map[string]Client{}, procs: len(pids)}
 	if len(pids) > MaxProcs {
 		s.Cut = append(s.Cut, fmt.Sprintf("%d of the serve's %d processes read (at most %d)", MaxProcs, len(pids), MaxProcs))
 		s.Excess = append(s.Excess, fmt.Sprintf("%d processes, where a healthy serve has a few", len(pids)))
@@ -229,11 +231,11 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 // past says what the sample read past a healthy serve's whole, "" when
 // nothing.
 func (s *Sample) past() string {
-	if s.fds <= HealthyFds && s.lines <= HealthyMaps && s.pages <= HealthyPages {
+	if s.procs <= HealthyProcs && s.fds <= HealthyFds && s.lines <= HealthyMaps && s.pages <= HealthyPages {
 		return ""
 	}
-	return fmt.Sprintf("%d descriptors, %d lines of maps and %d pages of backends' mappings read before the sample's time ran out, where a healthy serve has at most %d, %d and %d in all",
-		s.fds, s.lines, s.pages, HealthyFds, HealthyMaps, HealthyPages)
+	return fmt.Sprintf("%d processes, and %d descriptors, %d lines of maps and %d pages of backends' mappings read before the sample's time ran out, where a healthy serve has at most %d, %d, %d and %d in all",
+		s.procs, s.fds, s.lines, s.pages, HealthyProcs, HealthyFds, HealthyMaps, HealthyPages)
 }
 
 // stopped says why a sample stopped reading.

@@ -303,22 +303,23 @@ func TestBounds(t *testing.T) {
 // when it read more descriptors, lines of maps or pages of backends than
 // a healthy serve has in all; at the figures exactly it is not.
 func TestPast(t *testing.T) {
-	at := Sample{fds: HealthyFds, lines: HealthyMaps, pages: HealthyPages}
+	at := Sample{procs: HealthyProcs, fds: HealthyFds, lines: HealthyMaps, pages: HealthyPages}
 	if got := at.past(); got != "" {
 		t.Errorf("past() at the healthy figures = %q, want none", got)
 	}
 	for _, s := range []Sample{
+		{procs: HealthyProcs + 1},
 		{fds: HealthyFds + 1},
 		{lines: HealthyMaps + 1},
 		{pages: HealthyPages + 1},
 	} {
-		want := fmt.Sprintf("%d descriptors, %d lines of maps and %d pages of backends' mappings read before the sample's time ran out, where a healthy serve has at most 16384, 262144 and 4194304 in all", s.fds, s.lines, s.pages)
+		want := fmt.Sprintf("%d processes, and %d descriptors, %d lines of maps and %d pages of backends' mappings read before the sample's time ran out, where a healthy serve has at most 1024, 16384, 262144 and 4194304 in all", s.procs, s.fds, s.lines, s.pages)
 		if got := s.past(); got != want {
 			t.Errorf("past() = %q, want %q", got, want)
 		}
 	}
-	if HealthyFds != 16384 || HealthyMaps != 262144 || HealthyPages != 1<<22 || MaxLibrary != 4<<30 {
-		t.Errorf("healthy figures %d, %d, %d, library %d: the docs say 16384, 262144, 4194304 and 4 GiB", HealthyFds, HealthyMaps, HealthyPages, MaxLibrary)
+	if HealthyProcs != 1024 || HealthyFds != 16384 || HealthyMaps != 262144 || HealthyPages != 1<<22 || MaxLibrary != 4<<30 {
+		t.Errorf("healthy figures %d, %d, %d, %d, library %d: the docs say 1024, 16384, 262144, 4194304 and 4 GiB", HealthyProcs, HealthyFds, HealthyMaps, HealthyPages, MaxLibrary)
 	}
 }
 
@@ -373,6 +374,25 @@ func TestCutShort(t *testing.T) {
 	want = []string{"the descriptors of 0 of the serve's 1 processes read: the sample's time ran out (at most -1ns)"}
 	if diff := cmp.Diff(want, s.Cut); diff != "" || s.Processes != 0 {
 		t.Errorf("Cut of a sample out of time (-want +got):\n%s; %d processes", diff, s.Processes)
+	}
+	if len(s.Excess) != 0 {
+		t.Errorf("Excess of a serve of 1 process out of time = %q, want none: the machine's doing", s.Excess)
+	}
+
+	// Out of time with more processes than a healthy serve has: the
+	// serve's own doing; the run cancelled is not.
+	pids := make([]int, HealthyProcs+1)
+	for i := range pids {
+		pids[i] = 10
+	}
+	s = r.Sample(context.Background(), pids)
+	excess := []string{"1025 processes, and 0 descriptors, 0 lines of maps and 0 pages of backends' mappings read before the sample's time ran out, where a healthy serve has at most 1024, 16384, 262144 and 4194304 in all"}
+	if diff := cmp.Diff(excess, s.Excess); diff != "" {
+		t.Errorf("Excess of %d processes out of time (-want +got):\n%s", len(pids), diff)
+	}
+	r.Wait = time.Minute
+	if s := r.Sample(ctx, pids); len(s.Excess) != 0 || len(s.Cut) != 1 {
+		t.Errorf("Sample of %d processes, the run cancelled: excess %q, cut %q; want none, the cancellation", len(pids), s.Excess, s.Cut)
 	}
 }
 
