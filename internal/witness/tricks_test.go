@@ -401,3 +401,94 @@ func TestBoundDeviceAtTheName(t *testing.T) {
 		t.Errorf("Sample where the gate's /dev/accel/accel0 is /dev/null's numbers: held %q; want it", s.Held)
 	}
 }
+
+// TestRootSetUserIDWrapper: a serve run through a privilege's wrapper
+// (sudo, su, doas, pkexec: a set-user-id program that waits on the
+// command it runs as root or another user) behind a script of the gate's
+// own user: the wrapper is not dumpable and its real ids are the gate's,
+// but it hides nothing of its own: the command it runs is another user's
+// process, unread as such. Root makes the wrapper (a copy of this test's
+// binary, owner root, set-user-id) and runs this test's binary as uid
+// 65534 to read it.
+func TestRootSetUserIDWrapper(t *testing.T) {
+	switch {
+	case os.Getenv("WITNESS_WRAPPER") == "run":
+		wrapperRun(t)
+		return
+	case os.Getenv("WITNESS_WRAPPER") != "":
+		wrapperRead(t, os.Getenv("WITNESS_WRAPPER"))
+		return
+	}
+	if uid := os.Geteuid(); uid != 0 {
+		t.Skipf("makes a set-user-id program (chown, chmod u+s) and runs as uid 65534: needs root, and uid %d is not; run as root: go test -run '^TestRoot' ./internal/witness", uid)
+	}
+	dir, err := os.MkdirTemp("", "witness-setuid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper, test := filepath.Join(dir, "wrapper"), filepath.Join(dir, "witness.test")
+	copyFile(t, self, wrapper)
+	copyFile(t, self, test)
+	if err := os.Chmod(wrapper, 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(test, "-test.run=^TestRootSetUserIDWrapper$", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "WITNESS_WRAPPER="+wrapper, "TMPDIR="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestRootSetUserIDWrapper") {
+		t.Errorf("as uid 65534: %v\n%s", err, out)
+	}
+}
+
+// wrapperRun is the wrapper: effective uid root, it runs sleep as uid 1,
+// says the command's pid, and waits for its input to close.
+func wrapperRun(t *testing.T) {
+	cmd := exec.Command(sleepBinary(t), "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1, Gid: 1, Groups: []uint32{}}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	fmt.Println(cmd.Process.Pid)
+	io.Copy(io.Discard, os.Stdin)
+}
+
+// wrapperRead runs the wrapper as this process's child, and reads it and
+// its command.
+func wrapperRead(t *testing.T, wrapper string) {
+	cmd := exec.Command(wrapper, "-test.run=^TestRootSetUserIDWrapper$")
+	cmd.Env = append(os.Environ(), "WITNESS_WRAPPER=run")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	child, err2 := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || err2 != nil {
+		t.Skipf("the wrapper said %q, %v: a nosuid mount?", line, err)
+	}
+	r := &Reader{Proc: "/proc", Wait: time.Minute, Devices: []string{"/dev/accel/accel*"}, Alive: Alive}
+	s := r.Sample(context.Background(), []int{os.Getpid(), cmd.Process.Pid, child})
+	if len(s.Hiding) != 0 || len(s.Unread) != 2 || s.Processes != 1 {
+		t.Errorf("Sample of a set-user-id wrapper running pid %d as uid 1: hiding %q, unread %q, %d processes read; want none hiding, both unread, 1 read", child, s.Hiding, s.Unread, s.Processes)
+	}
+}
