@@ -148,10 +148,8 @@ type Sample struct {
 	// what was read: descriptors, lines of maps, pages of backends'
 	// mappings looked up in pagemap
 	fds, lines, pages int
-	// of Unread, refused: those of the gate's own user, others'
-	hiding, others []int
-	procs          int               // the serve's processes, read or not
-	nodes          map[string]uint64 // the gate's own /dev's nodes, by path, as looked at
+	procs             int               // the serve's processes, read or not
+	nodes             map[string]uint64 // the gate's own /dev's nodes, by path, as looked at
 }
 
 // Client is one DRM client's usage stats.
@@ -211,7 +209,6 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 		}
 		s.Processes++
 	}
-	s.Hiding = r.hidden(s.hiding, s.others)
 	if errors.Is(context.Cause(rctx), errSampleWait) {
 		if past := s.past(); past != "" {
 			s.Excess = append(s.Excess, past)
@@ -262,12 +259,8 @@ func (r *Reader) unread(s *Sample, pid int, err error) {
 		s.Unread = append(s.Unread, fmt.Sprintf("pid %d: alive but not in %s (hidepid, or another PID namespace)", pid, r.Proc))
 	default:
 		s.Unread = append(s.Unread, fmt.Sprintf("pid %d: %s", pid, reason(err)))
-		switch {
-		case !errors.Is(err, fs.ErrPermission):
-		case r.ownUser(pid):
-			s.hiding = append(s.hiding, pid)
-		default:
-			s.others = append(s.others, pid)
+		if errors.Is(err, fs.ErrPermission) && r.ownUser(pid) {
+			s.Hiding = append(s.Hiding, fmt.Sprintf("pid %d", pid))
 		}
 	}
 }
@@ -337,42 +330,6 @@ func (r *Reader) node(s *Sample, link, target string) bool {
 		s.nodes[target] = want
 	}
 	return rdev == want
-}
-
-// hidden names the processes of the gate's own user that hid their
-// descriptors, but for a privilege's wrapper: a set-user-id program such
-// as sudo, su, doas or pkexec waits on the command it runs as root or
-// another user, and the command, another user's process, is unread as
-// such; the wrapper hides nothing of its own.
-func (r *Reader) hidden(own, others []int) []string {
-	wrappers := map[int]bool{}
-	for _, pid := range others {
-		if ppid, ok := r.status(pid, "PPid:"); ok {
-			wrappers[ppid] = true
-		}
-	}
-	var out []string
-	for _, pid := range own {
-		if !wrappers[pid] {
-			out = append(out, fmt.Sprintf("pid %d", pid))
-		}
-	}
-	return out
-}
-
-// status is the first number of a key's line in /proc/PID/status.
-func (r *Reader) status(pid int, key string) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(r.Proc, strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
-			n, err := strconv.Atoi(f[1])
-			return n, err == nil
-		}
-	}
-	return 0, false
 }
 
 // ownUser reports whether process pid is the gate's own user's, its real

@@ -564,27 +564,3 @@ func TestHiding(t *testing.T) {
 		t.Errorf("Witness.Hiding = %v, want %v", w.Hiding, want)
 	}
 }
-
-// TestHiddenWrapper: of the gate's own user's processes refused, the
-// parent of another user's refused process is a privilege's wrapper
-// (sudo), not hiding; one that is no such parent hides.
-func TestHiddenWrapper(t *testing.T) {
-	root := t.TempDir()
-	for pid, ppid := range map[int]int{11: 10, 13: 1} {
-		dir := filepath.Join(root, strconv.Itoa(pid))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		status := fmt.Sprintf("Name:\tsleep\nPid:\t%d\nPPid:\t%d\nUid:\t1\t1\t1\t1\n", pid, ppid)
-		if err := os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := &Reader{Proc: root}
-	if diff := cmp.Diff([]string{"pid 12"}, r.hidden([]int{10, 12}, []int{11, 13, 14})); diff != "" {
-		t.Errorf("hidden (-want +got):\n%s", diff)
-	}
-	if got := r.hidden([]int{10}, nil); !slices.Equal(got, []string{"pid 10"}) {
-		t.Errorf("hidden with no other user's process = %q, want pid 10", got)
-	}
-}

@@ -54,8 +54,7 @@ type Witness struct {
 	// gate's, and are not dumpable: the serve's own process hid its
 	// descriptors (prctl PR_SET_DUMPABLE, an executable this user cannot
 	// read, or a set-id program, which changes only the effective ids),
-	// as no other user's rules or hidepid did; a privilege's wrapper
-	// (sudo) running another user's process is not one.
+	// as no other user's rules or hidepid did.
 	Hiding []string `json:"hiding,omitempty"`
 	// Excess says where the serve is past any healthy serve's size
 	// (processes, lines of maps, descriptors and maps read before a
