@@ -66,7 +66,7 @@ const (
 	ToolWait   = 5 * time.Second
 )
 
-// A healthy serve's whole, far past what any real serve shows: llama.cpp's
+// What a healthy serve has in all, with room to spare: llama.cpp's
 // server is one process of some 100 to 400 descriptors and a few thousand
 // lines of maps, Ollama a server and a runner of as many, vLLM a dozen
 // Python processes of some 10,000 lines of maps each. A sample whose time
