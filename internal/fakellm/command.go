@@ -267,15 +267,17 @@ func spawnDetached(model string) error {
 	return p.Release()
 }
 
-// mapFile maps the first byte of a file and keeps it mapped, as a loaded
-// library is.
+// mapFile maps the first page of a file executable and keeps it mapped,
+// as the dynamic loader maps a library's code, populated, as running the
+// code faults it in: the witnesses count a backend only as an executable
+// mapping that holds a page of its file.
 func mapFile(file string) (unmap func(), err error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := syscall.Mmap(int(f.Fd()), 0, 1, syscall.PROT_READ, syscall.MAP_SHARED)
+	b, err := syscall.Mmap(int(f.Fd()), 0, os.Getpagesize(), syscall.PROT_READ|syscall.PROT_EXEC, syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
 	if err != nil {
 		return nil, err
 	}

@@ -889,5 +889,11 @@ func witnessLine(w *route.Witness) string {
 	if len(w.Unread) > 0 {
 		line += "; unread: " + strings.Join(w.Unread, ", ")
 	}
+	if w.Cut != "" {
+		line += "; cut: " + w.Cut
+	}
+	if len(w.Excess) > 0 {
+		line += "; past a healthy serve's size: " + strings.Join(w.Excess, "; ")
+	}
 	return line
 }

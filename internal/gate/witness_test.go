@@ -6,8 +6,29 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 )
+
+// TestWitnessLine: the console says what the witnesses read, what they
+// could not, and what a bound cut.
+func TestWitnessLine(t *testing.T) {
+	for _, tc := range []struct {
+		w    route.Witness
+		want string
+	}{
+		{route.Witness{NotRead: "x"}, "not witnessed: x"},
+		{route.Witness{Processes: 2, Held: []string{"/dev/accel/accel0"}}, "2 processes read; devices held: /dev/accel/accel0; backends mapped: none"},
+		{route.Witness{Processes: 64, Unread: []string{"pid 9: permission denied"}, Cut: "the maps of 32 of the serve's 64 processes read: the sample's time ran out (at most 2s)"},
+			"64 processes read; devices held: none; backends mapped: none; unread: pid 9: permission denied; cut: the maps of 32 of the serve's 64 processes read: the sample's time ran out (at most 2s)"},
+		{route.Witness{Processes: 4096, Cut: "4096 of the serve's 5000 processes read (at most 4096)", Excess: []string{"5000 processes, where a healthy serve has a few", "e"}},
+			"4096 processes read; devices held: none; backends mapped: none; cut: 4096 of the serve's 5000 processes read (at most 4096); past a healthy serve's size: 5000 processes, where a healthy serve has a few; e"},
+	} {
+		if got := witnessLine(&tc.w); got != tc.want {
+			t.Errorf("witnessLine(%+v) = %q, want %q", tc.w, got, tc.want)
+		}
+	}
+}
 
 // BenchmarkWitnessRate is the gate's median decode rate against the
 // simulated serve with the witnesses off and on, alternating run by run so

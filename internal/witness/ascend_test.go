@@ -19,7 +19,7 @@ import (
 // (or err), and records what it was asked.
 // Another tool asked is not installed.
 func npuSMIReader(out string, err error, asked *string) *Reader {
-	return &Reader{Devices: []string{"/dev/davinci[0-9]*"}, Run: func(_ context.Context, name string, args ...string) ([]byte, error) {
+	return &Reader{Devices: []string{"/dev/davinci[0-9]*"}, CharDevice: devices(nil), Run: func(_ context.Context, name string, args ...string) ([]byte, error) {
 		if name != "npu-smi" {
 			return nil, exec.ErrNotFound
 		}

@@ -17,13 +17,20 @@
 // inside a timed reply, so the witnesses take nothing from the measured
 // rate (BenchmarkSample says what one sample costs).
 //
-// Everything read is bounded: processes, descriptors and lines of maps a
-// process, each cut with a note.
+// Everything read is bounded: the processes, the lines of maps a process,
+// and a sample's time (SampleWait), the descriptors of every process read
+// before any maps. What a bound leaves unread is cut with a note, and the
+// judge reads it as not witnessed, never as nothing held; unless the serve
+// caused the cut by a size past any healthy serve's (Excess), which is
+// its own doing and keeps no PASS.
 package witness
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -38,17 +45,39 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 )
 
 // Bounds of one sample.
 const (
-	MaxProcs = 256   // processes of the serve read
-	MaxFDs   = 4096  // descriptors of one process looked at
-	MaxMaps  = 65536 // lines of one process's maps read
-	MaxLine  = 4096  // bytes of a line of fdinfo or maps
+	MaxProcs = 4096  // processes of the serve read
+	MaxMaps  = 65536 // lines of one process's maps read (the kernel's default vm.max_map_count is 65530)
+	MaxLine  = 4096  // bytes of a line of maps kept: of a longer one, its start and its end (the file's name)
 	MaxSeen  = 32    // device nodes and libraries kept
-	ToolWait = 5 * time.Second
+	// MaxLibrary is the largest executable mapping of a backend weighed
+	// (its pages looked up in pagemap): a backend's code is tens to
+	// hundreds of MiB (libcuda's some 30 MiB).
+	MaxLibrary = 4 << 30
+	// SampleWait is the most one sample reads for: what is left then is
+	// cut, and said (64 processes that map a file 60,000 times each took
+	// 5 s to read whole on a 2-core machine, BenchmarkSampleFlood).
+	SampleWait = 2 * time.Second
+	ToolWait   = 5 * time.Second
+)
+
+// What a healthy serve has in all, with room to spare: llama.cpp's
+// server is one process of some 100 to 400 descriptors and a few thousand
+// lines of maps, Ollama a server and a runner of as many, vLLM a dozen
+// Python processes of some 10,000 lines of maps each. A sample whose time
+// ran out having read more than any of these (or a bound's cut: processes
+// past MaxProcs, a process's maps past MaxMaps, a backend's mapping past
+// MaxLibrary) was cut by the serve's own size, and says so (Excess).
+const (
+	HealthyProcs = 1024    // the serve's processes (known whole before any is read)
+	HealthyFds   = 16384   // descriptors over the serve's processes
+	HealthyMaps  = 262144  // lines of maps over the serve's processes
+	HealthyPages = 1 << 22 // pages of backends' mappings looked up (16 GiB of 4 KiB pages)
 )
 
 // Reader reads the witnesses of a serve's processes.
@@ -68,6 +97,24 @@ type Reader struct {
 	// runs (hidden by hidepid, or in another PID namespace); nil takes it
 	// to be gone.
 	Alive func(pid int) bool
+	// CharDevice says which character device a path is, following links
+	// (/proc/PID/fd/FD is the file the descriptor holds): its device
+	// numbers, ok false for anything else. nil is CharDevice; a tree laid
+	// out like /proc (tests) says what /proc and /dev would.
+	CharDevice func(name string) (rdev uint64, ok bool)
+	// Wait bounds one sample's reading of the processes: SampleWait
+	// where 0.
+	Wait time.Duration
+}
+
+// CharDevice is the device numbers of the character device name is
+// (stat, following links); ok is false for anything else.
+func CharDevice(name string) (rdev uint64, ok bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(name, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
+		return 0, false
+	}
+	return st.Rdev, true
 }
 
 // Alive is whether pid runs, asked of the kernel (kill with signal 0):
@@ -80,12 +127,15 @@ func Alive(pid int) bool {
 // Sample is what one reading of the serve's processes found.
 type Sample struct {
 	At        time.Time
-	Processes int      // processes read
+	Processes int      // processes read, descriptors and maps
 	Unread    []string // "pid 42: permission denied"
-	Hiding    []string // "pid 42": of Unread, those the gate's own user runs (not dumpable)
+	Hiding    []string // "pid 42": of Unread, those of the gate's own real user and group (not dumpable)
 	Held      []string // device nodes of the classes held open
 	Mapped    []string // backend libraries mapped
 	Cut       []string // what the bounds left out
+	// Excess says where the serve is past any healthy serve's size, so
+	// that what a bound left unread is its own doing.
+	Excess []string
 	// Clients are the DRM client usage stats of the held descriptors,
 	// one a client (an open file description: drm-client-id where the
 	// driver gives one).
@@ -94,6 +144,12 @@ type Sample struct {
 	Tools []Tool
 
 	fdinfoBuf []byte
+	mapsBuf   *bufio.Reader
+	// what was read: descriptors, lines of maps, pages of backends'
+	// mappings looked up in pagemap
+	fds, lines, pages int
+	procs             int               // the serve's processes, read or not
+	nodes             map[string]uint64 // the gate's own /dev's nodes, by path, as looked at
 }
 
 // Client is one DRM client's usage stats.
@@ -112,28 +168,50 @@ type Tool struct {
 	Why         string // why it was not read ("not installed"); "" when it was
 }
 
-// Sample reads the processes pids (the serve's tree).
+// errSampleWait is why a sample stopped when its time ran out.
+var errSampleWait = errors.New("the sample's time ran out")
+
+// Sample reads the processes pids (the serve's tree): every process's
+// descriptors first (a link each, cheap), then their maps, so that a
+// device held is seen however long the maps take. It reads for at most
+// Wait, and stops when ctx is done: what is left is cut, and said.
 func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
-	s := Sample{At: time.Now(), Clients: map[string]Client{}}
+	s := Sample{At: time.Now(), Clients: map[string]Client{}, procs: len(pids)}
 	if len(pids) > MaxProcs {
 		s.Cut = append(s.Cut, fmt.Sprintf("%d of the serve's %d processes read (at most %d)", MaxProcs, len(pids), MaxProcs))
+		s.Excess = append(s.Excess, fmt.Sprintf("%d processes, where a healthy serve has a few", len(pids)))
 		pids = pids[:MaxProcs]
 	}
+	wait := cmp.Or(r.Wait, SampleWait)
+	rctx, cancel := context.WithTimeoutCause(ctx, wait, fmt.Errorf("%w (at most %s)", errSampleWait, wait))
+	defer cancel()
 	held, mapped := map[string]bool{}, map[string]bool{}
-	for _, pid := range pids {
-		err := r.process(&s, pid, held, mapped)
-		switch {
-		case err == nil:
-			s.Processes++
-		case errors.Is(err, fs.ErrNotExist) && (r.Alive == nil || !r.Alive(pid)):
-			// gone since the tree was listed
-		case errors.Is(err, fs.ErrNotExist):
-			s.Unread = append(s.Unread, fmt.Sprintf("pid %d: alive but not in %s (hidepid, or another PID namespace)", pid, r.Proc))
-		default:
-			s.Unread = append(s.Unread, fmt.Sprintf("pid %d: %s", pid, reason(err)))
-			if errors.Is(err, fs.ErrPermission) && r.ownUser(pid) {
-				s.Hiding = append(s.Hiding, fmt.Sprintf("pid %d", pid))
-			}
+	var read []int
+	for i, pid := range pids {
+		if rctx.Err() != nil {
+			s.Cut = append(s.Cut, fmt.Sprintf("the descriptors of %d of the serve's %d processes read: %s", i, len(pids), stopped(rctx)))
+			break
+		}
+		if err := r.descriptors(rctx, &s, pid, held); err != nil {
+			r.unread(&s, pid, err)
+			continue
+		}
+		read = append(read, pid)
+	}
+	for i, pid := range read {
+		if len(r.Libraries) > 0 && rctx.Err() != nil {
+			s.Cut = append(s.Cut, fmt.Sprintf("the maps of %d of the serve's %d processes read: %s", i, len(pids), stopped(rctx)))
+			break
+		}
+		if err := r.maps(rctx, &s, pid, mapped); err != nil {
+			r.unread(&s, pid, err)
+			continue
+		}
+		s.Processes++
+	}
+	if errors.Is(context.Cause(rctx), errSampleWait) {
+		if past := s.past(); past != "" {
+			s.Excess = append(s.Excess, past)
 		}
 	}
 	s.Held, s.Mapped = kept(held, &s.Cut, "device nodes"), kept(mapped, &s.Cut, "libraries")
@@ -150,39 +228,122 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 	return s
 }
 
-// process reads one process's descriptors and maps.
-func (r *Reader) process(s *Sample, pid int, held, mapped map[string]bool) error {
+// past says what the sample read past a healthy serve's whole, "" when
+// nothing.
+func (s *Sample) past() string {
+	if s.procs <= HealthyProcs && s.fds <= HealthyFds && s.lines <= HealthyMaps && s.pages <= HealthyPages {
+		return ""
+	}
+	return fmt.Sprintf("%d processes, and %d descriptors, %d lines of maps and %d pages of backends' mappings read before the sample's time ran out, where a healthy serve has at most %d, %d, %d and %d in all",
+		s.procs, s.fds, s.lines, s.pages, HealthyProcs, HealthyFds, HealthyMaps, HealthyPages)
+}
+
+// stopped says why a sample stopped reading.
+func stopped(ctx context.Context) string {
+	switch c := context.Cause(ctx); {
+	case errors.Is(c, errSampleWait):
+		return c.Error()
+	case errors.Is(c, context.DeadlineExceeded):
+		return "the run's time ran out"
+	}
+	return "the run was cancelled"
+}
+
+// unread records why process pid could not be read: gone since the tree
+// was listed, hidden, or refused.
+func (r *Reader) unread(s *Sample, pid int, err error) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && (r.Alive == nil || !r.Alive(pid)):
+		// gone since the tree was listed
+	case errors.Is(err, fs.ErrNotExist):
+		s.Unread = append(s.Unread, fmt.Sprintf("pid %d: alive but not in %s (hidepid, or another PID namespace)", pid, r.Proc))
+	default:
+		s.Unread = append(s.Unread, fmt.Sprintf("pid %d: %s", pid, reason(err)))
+		if errors.Is(err, fs.ErrPermission) && r.ownUser(pid) {
+			s.Hiding = append(s.Hiding, fmt.Sprintf("pid %d", pid))
+		}
+	}
+}
+
+// fdChunk is how many descriptors are listed at a time.
+const fdChunk = 256
+
+// descriptors looks at every descriptor of a process, keeping the device
+// nodes of the classes it holds.
+func (r *Reader) descriptors(ctx context.Context, s *Sample, pid int, held map[string]bool) error {
 	dir := filepath.Join(r.Proc, strconv.Itoa(pid))
-	fds, err := readDir(filepath.Join(dir, "fd"), MaxFDs)
+	f, err := os.Open(filepath.Join(dir, "fd"))
 	if err != nil {
 		return err
 	}
-	if len(fds) > MaxFDs {
-		s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d descriptors looked at (more are open)", pid, MaxFDs))
-		fds = fds[:MaxFDs]
-	}
-	for _, fd := range fds {
-		target, err := os.Readlink(filepath.Join(dir, "fd", fd))
-		if err != nil || !r.device(target) {
-			continue
+	defer f.Close()
+	for n := 0; ; {
+		if ctx.Err() != nil {
+			s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d descriptors looked at, more may be open: %s", pid, n, stopped(ctx)))
+			return nil
 		}
-		held[target] = true
-		r.fdinfo(s, pid, filepath.Join(dir, "fdinfo", fd))
+		fds, err := f.Readdirnames(fdChunk)
+		s.fds += len(fds)
+		for _, fd := range fds {
+			link := filepath.Join(dir, "fd", fd)
+			target, err := os.Readlink(link)
+			if err != nil || !r.device(target) || !r.node(s, link, target) {
+				continue
+			}
+			held[target] = true
+			r.fdinfo(s, pid, filepath.Join(dir, "fdinfo", fd))
+		}
+		n += len(fds)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil && n == 0:
+			return err
+		case err != nil:
+			s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d descriptors looked at, then %s", pid, n, reason(err)))
+			return nil
+		}
 	}
-	return r.maps(s, pid, filepath.Join(dir, "maps"), mapped)
 }
 
-// ownUser reports whether process pid runs as the gate's own user, every
-// user and group id of it the gate's (/proc/PID/status, which anyone may
-// read): its descriptors refused are its own doing, not dumpable, as
-// another user's, a set-user-id program's or one hidden by hidepid are
-// not.
+// node reports whether the descriptor link holds the character device
+// the gate's own /dev has at target, the name it holds it by: a file of
+// that name in a mount namespace of the serve's own, or another device
+// put there, is none of the class.
+func (r *Reader) node(s *Sample, link, target string) bool {
+	stat := r.CharDevice
+	if stat == nil {
+		stat = CharDevice
+	}
+	rdev, ok := stat(link)
+	if !ok {
+		return false
+	}
+	if s.nodes == nil {
+		s.nodes = map[string]uint64{}
+	}
+	want, seen := s.nodes[target]
+	if !seen {
+		if want, ok = stat(target); !ok {
+			want = ^uint64(0) // none: no device has these numbers
+		}
+		s.nodes[target] = want
+	}
+	return rdev == want
+}
+
+// ownUser reports whether process pid is the gate's own user's, its real
+// user and group ids the gate's (/proc/PID/status, which anyone may
+// read): its descriptors refused are its own doing, not dumpable (it
+// said so, or runs an executable this user cannot read, or a set-id
+// program, which changes the effective ids and not the real), as another
+// user's or one hidden by hidepid are not.
 func (r *Reader) ownUser(pid int) bool {
 	b, err := os.ReadFile(filepath.Join(r.Proc, strconv.Itoa(pid), "status"))
 	if err != nil {
 		return false
 	}
-	want := map[string]int{"Uid:": os.Geteuid(), "Gid:": os.Getegid()}
+	want := map[string]int{"Uid:": os.Getuid(), "Gid:": os.Getgid()}
 	seen := 0
 	for line := range strings.SplitSeq(string(b), "\n") {
 		f := strings.Fields(line)
@@ -193,10 +354,8 @@ func (r *Reader) ownUser(pid int) bool {
 		if len(f) != 5 {
 			return false
 		}
-		for _, v := range f[1:] {
-			if n, err := strconv.Atoi(v); err != nil || n != id {
-				return false
-			}
+		if n, err := strconv.Atoi(f[1]); err != nil || n != id {
+			return false
 		}
 		seen++
 	}
@@ -209,24 +368,6 @@ func firstOf(f []string) string {
 	}
 	return f[0]
 }
-
-// readDir lists at most n+1 names of a directory, so that a process with
-// more descriptors than n is seen to have more.
-func readDir(dir string, n int) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(n + 1)
-	if err != nil && len(names) == 0 && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	slices.SortFunc(names, func(a, b string) int { return atoi(a) - atoi(b) })
-	return names, nil
-}
-
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // device reports whether a descriptor's target is a device node of the
 // classes.
@@ -250,41 +391,187 @@ func (r *Reader) library(file string) bool {
 	return false
 }
 
-// maps reads a process's mapped files, keeping the backends'.
-func (r *Reader) maps(s *Sample, pid int, file string, mapped map[string]bool) error {
+// mapsBufSize is the read buffer of maps: a few reads a thousand lines.
+const mapsBufSize = 64 << 10
+
+// maps reads a process's maps, keeping the backends it maps: an
+// executable mapping of a file named like a backend that holds a page of
+// the file (an empty file has none to hold).
+func (r *Reader) maps(ctx context.Context, s *Sample, pid int, mapped map[string]bool) error {
 	if len(r.Libraries) == 0 {
 		// Nothing to look for: the process's descriptors were read,
 		// which is what being read means.
 		return nil
 	}
-	f, err := os.Open(file)
+	dir := filepath.Join(r.Proc, strconv.Itoa(pid))
+	f, err := os.Open(filepath.Join(dir, "maps"))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, MaxLine), MaxLine)
-	n := 0
-	for sc.Scan() {
-		if n++; n > MaxMaps {
-			s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d lines of maps read (more are mapped)", pid, MaxMaps))
-			break
+	if s.mapsBuf == nil {
+		s.mapsBuf = bufio.NewReaderSize(f, mapsBufSize)
+	}
+	br := s.mapsBuf
+	br.Reset(f)
+	pm := &pagemap{file: filepath.Join(dir, "pagemap")}
+	defer func() { s.pages += pm.pages; pm.close() }()
+	var line []byte
+	for n := 0; ; {
+		line, err = readLine(br, line[:0])
+		if len(line) > 0 {
+			if n++; n > MaxMaps {
+				s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d lines of maps read (more are mapped)", pid, MaxMaps))
+				s.Excess = append(s.Excess, fmt.Sprintf("pid %d: more than %d lines of maps, past the kernel's default vm.max_map_count (65530)", pid, MaxMaps))
+				return nil
+			}
+			s.lines++
+			if n%256 == 0 && ctx.Err() != nil {
+				s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d lines of maps read, more may be mapped: %s", pid, n-1, stopped(ctx)))
+				return nil
+			}
+			if p, ok := r.backend(ctx, line, pm, mapped); ok {
+				mapped[p] = true
+			}
+			if pm.huge != "" && !pm.hugeSaid {
+				pm.hugeSaid = true
+				s.Excess = append(s.Excess, fmt.Sprintf("pid %d: %s", pid, pm.huge))
+			}
+			if pm.err != nil && !pm.said {
+				pm.said = true
+				if ctx.Err() != nil {
+					s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d lines of maps read, more may be mapped: %s", pid, n, stopped(ctx)))
+					return nil
+				}
+				s.Cut = append(s.Cut, fmt.Sprintf("pid %d: its mappings of backends not weighed: pagemap: %s", pid, reason(pm.err)))
+			}
 		}
-		// address perms offset dev inode path: the path is what
-		// follows the fifth field, and may hold spaces.
-		fields := strings.SplitN(sc.Text(), " ", 6)
-		if len(fields) < 6 {
-			continue
-		}
-		p := strings.TrimLeft(fields[5], " ")
-		if strings.HasPrefix(p, "/") && r.library(p) {
-			mapped[p] = true
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil && n == 0:
+			return err
+		case err != nil:
+			s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d lines of maps read, then %s", pid, n, reason(err)))
+			return nil
 		}
 	}
-	if err := sc.Err(); err != nil && n == 0 {
-		return err
+}
+
+// backend is the file a line of maps maps, when it is a backend's
+// mapping: executable, of a file named like one, holding a page of it.
+func (r *Reader) backend(ctx context.Context, line []byte, pm *pagemap, mapped map[string]bool) (string, bool) {
+	// address perms offset dev inode path: the path is what follows
+	// the fifth field, and may hold spaces.
+	fields := bytes.SplitN(line, []byte(" "), 6)
+	if len(fields) < 6 || len(fields[1]) < 3 || fields[1][2] != 'x' {
+		return "", false
 	}
-	return nil
+	p := strings.TrimLeft(string(fields[5]), " ")
+	if !strings.HasPrefix(p, "/") || mapped[p] || !r.library(p) {
+		return "", false
+	}
+	from, to, ok := strings.Cut(string(fields[0]), "-")
+	start, err1 := strconv.ParseUint(from, 16, 64)
+	end, err2 := strconv.ParseUint(to, 16, 64)
+	if !ok || err1 != nil || err2 != nil || end < start {
+		return "", false
+	}
+	if end-start > MaxLibrary {
+		// Not weighed: looking up its pages would take the sample's
+		// time, and no library's code is near that size.
+		pm.huge = fmt.Sprintf("an executable mapping of %d GiB named like a backend (%s): no library's code is near that size (at most %d GiB weighed)",
+			(end-start)>>30, quote.Cut(p, 120), MaxLibrary>>30)
+		return "", false
+	}
+	return p, pm.holds(ctx, start, end)
+}
+
+// readLine reads a line of maps into line, without its newline. Of a
+// line longer than MaxLine it keeps the first and the last MaxLine/2
+// bytes, joined by "…": the fields and the path's start, and its end,
+// the file's name.
+func readLine(br *bufio.Reader, line []byte) ([]byte, error) {
+	const half = MaxLine / 2
+	long := false
+	for {
+		b, err := br.ReadSlice('\n')
+		if err == nil {
+			b = b[:len(b)-1]
+		}
+		line = append(line, b...)
+		if len(line) > MaxLine {
+			long = true
+			line = line[:half+copy(line[half:], line[len(line)-half:])]
+		}
+		if err != bufio.ErrBufferFull {
+			if long {
+				line = slices.Insert(line, half, []byte("…")...)
+			}
+			return line, err
+		}
+	}
+}
+
+// pagemap is a process's /proc/PID/pagemap, opened at the first mapping
+// weighed: 8 bytes a page of its address space, bit 63 set where the page
+// is present, bit 62 where it is swapped out.
+type pagemap struct {
+	file string
+	f    *os.File
+	buf  []byte
+	err  error // why it could not be read; then no mapping is weighed
+	said bool
+	// pages is how many pages were looked up.
+	pages int
+	// huge says the first mapping too large to weigh.
+	huge     string
+	hugeSaid bool
+}
+
+// holds reports whether the mapping from start to end holds a page,
+// present or swapped out: a file mapped holds none of an empty file (a
+// page past a file's end cannot be faulted in), and some of a library
+// whose code runs.
+func (pm *pagemap) holds(ctx context.Context, start, end uint64) bool {
+	if pm.err != nil {
+		return false
+	}
+	if pm.f == nil {
+		if pm.f, pm.err = os.Open(pm.file); pm.err != nil {
+			return false
+		}
+		pm.buf = make([]byte, 8*512)
+	}
+	page := uint64(os.Getpagesize())
+	for at, last := start/page, end/page; at < last; {
+		k := min(last-at, uint64(len(pm.buf)/8))
+		n, err := pm.f.ReadAt(pm.buf[:8*k], int64(at*8))
+		pm.pages += n / 8
+		for i := 0; i+8 <= n; i += 8 {
+			if binary.NativeEndian.Uint64(pm.buf[i:])>>62 != 0 {
+				return true
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			return false
+		case err != nil:
+			pm.err = err
+			return false
+		case ctx.Err() != nil:
+			pm.err = context.Cause(ctx)
+			return false
+		}
+		at += k
+	}
+	return false
+}
+
+func (pm *pagemap) close() {
+	if pm.f != nil {
+		pm.f.Close()
+	}
 }
 
 // fdinfo reads the DRM client usage stats of a held descriptor: its
@@ -559,6 +846,7 @@ func (r *Reader) Witness(first, last Sample, binary bool) route.Witness {
 	w.Mapped = union(first.Mapped, last.Mapped)
 	w.Unread = union(first.Unread, last.Unread)
 	w.Hiding = union(first.Hiding, last.Hiding)
+	w.Excess = union(first.Excess, last.Excess)
 	if cut := union(first.Cut, last.Cut); len(cut) > 0 {
 		w.Cut = strings.Join(cut, "; ")
 	}

@@ -26,7 +26,10 @@ import (
 //     engine time while the judged replies decoded; a node merely held
 //     open proves little and names nothing;
 //   - witnesses that cannot be read change nothing: the detail says "not
-//     witnessed" and why, and the verdict rests on the log.
+//     witnessed" and why, and the verdict rests on the log. What a bound
+//     left unread (Cut) is not witnessed either, never "holds nothing";
+//     but where the serve made itself too large to read (Excess), the
+//     fast route is not taken on the log's word alone.
 //
 // The serve's own account (Account) is weighed like a log line.
 type Witness struct {
@@ -48,16 +51,24 @@ type Witness struct {
 	// not be read, and why ("pid 42: permission denied"): one of them may
 	// hold what the others do not.
 	Unread []string `json:"unread,omitempty"`
-	// Hiding are those of Unread that run as the gate's own user, all
-	// their ids its, and are not dumpable: the serve's own process hid
-	// its descriptors (prctl PR_SET_DUMPABLE, or an executable this user
-	// cannot read), as no other user's rules or hidepid did.
+	// Hiding are those of Unread whose real user and group are the
+	// gate's, and are not dumpable: the serve's own process hid its
+	// descriptors (prctl PR_SET_DUMPABLE, an executable this user cannot
+	// read, or a set-id program, which changes only the effective ids),
+	// as no other user's rules or hidepid did.
 	Hiding []string `json:"hiding,omitempty"`
+	// Excess says where the serve is past any healthy serve's size
+	// (processes, lines of maps, descriptors and maps read before a
+	// sample's time ran out, a backend's mapping larger than any
+	// library's code): what the bounds left unread is the serve's own
+	// doing.
+	Excess []string `json:"excess,omitempty"`
 	// Held are the device nodes of the classes held open, Mapped the
 	// backend libraries mapped, by any of the serve's processes.
 	Held   []string `json:"held,omitempty"`
 	Mapped []string `json:"mapped,omitempty"`
-	// Cut says what the bounds left unread.
+	// Cut says what the bounds left unread (a sample's time, processes,
+	// lines of maps), and which of what was seen were kept.
 	Cut string `json:"cut,omitempty"`
 
 	// Usage is the device memory and engine time the serve's processes
@@ -153,13 +164,23 @@ func (w *Witness) weigh(a Verdict, ev Evidence) Verdict {
 	neither := ev.Fast == nil && ev.Slow == nil
 	if a.OK && !took && len(w.Hiding) > 0 {
 		a.OK = false
-		a.Detail += fmt.Sprintf("; but %s, and %d of the serve's processes run as the gate's own user yet hide their descriptors from it (%s: not dumpable: prctl PR_SET_DUMPABLE, or an executable this user cannot read): the fast route is not taken on the log's word alone",
+		a.Detail += fmt.Sprintf("; but %s, and %d of the serve's processes run as the gate's own user yet hide their descriptors from it (%s: not dumpable: prctl PR_SET_DUMPABLE, an executable this user cannot read, or a set-id program): the fast route is not taken on the log's word alone",
 			w.seen(), len(w.Hiding), some(w.Hiding, maxListed))
+		return a
+	}
+	if a.OK && !took && len(w.Excess) > 0 {
+		a.OK = false
+		a.Detail += fmt.Sprintf("; but %s, and the serve is past any healthy serve's size (%s): what the bounds left unread is its own doing: the fast route is not taken on the log's word alone",
+			w.seen(), someSep(w.Excess, maxListed, "; "))
 		return a
 	}
 	if a.OK && !took && len(w.Unread) > 0 {
 		a.Detail += fmt.Sprintf("; witnesses: not witnessed: %s, and %d of the serve's processes could not be read (%s): the verdict rests on the log",
 			w.seen(), len(w.Unread), some(w.Unread, maxListed))
+		return a
+	}
+	if a.OK && !took && w.Cut != "" {
+		a.Detail += "; witnesses: not witnessed: " + w.seen() + ": what was left unread may hold what the rest does not: the verdict rests on the log"
 		return a
 	}
 	if a.OK && !took {
@@ -255,7 +276,10 @@ func listed(xs []string) string {
 
 // some joins the first most of xs, each clipped, and counts the rest:
 // "pid 1: gone, pid 2: gone, 41203 more".
-func some(xs []string, most int) string {
+func some(xs []string, most int) string { return someSep(xs, most, ", ") }
+
+// someSep is some with sep between the entries.
+func someSep(xs []string, most int, sep string) string {
 	var q []string
 	for i, x := range xs {
 		if i == most {
@@ -264,7 +288,7 @@ func some(xs []string, most int) string {
 		}
 		q = append(q, clip(x))
 	}
-	return strings.Join(q, ", ")
+	return strings.Join(q, sep)
 }
 
 // clip is s cut to maxText runes, with "..." after the cut.

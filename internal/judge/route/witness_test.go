@@ -52,11 +52,47 @@ func TestRouteWitnessed(t *testing.T) {
 			fastQ + "; but " + none + ": this run is not on the fast route"},
 		{"fast words, no device, a process unread: not witnessed", fastEv, npuWitness(func(w *Witness) { w.Unread = []string{"pid 9: permission denied"} }), true,
 			fastQ + "; witnesses: not witnessed: " + none + ", and 1 of the serve's processes could not be read (pid 9: permission denied): the verdict rests on the log"},
+		{"fast words, no device, part of the serve left unread by a bound: not witnessed", fastEv, npuWitness(func(w *Witness) {
+			w.Cut = "256 of the serve's 300 processes read (at most 256)"
+		}), true,
+			fastQ + "; witnesses: not witnessed: " + none + "; 256 of the serve's 300 processes read (at most 256): what was left unread may hold what the rest does not: the verdict rests on the log"},
+		{"fast words, no device, unread and cut: the unread named", fastEv, npuWitness(func(w *Witness) {
+			w.Unread = []string{"pid 9: permission denied"}
+			w.Cut = "c"
+		}), true,
+			fastQ + "; witnesses: not witnessed: " + none + "; c, and 1 of the serve's processes could not be read (pid 9: permission denied): the verdict rests on the log"},
+		{"fast words, no device, a process hiding and part cut: FAIL", fastEv, npuWitness(func(w *Witness) {
+			w.Unread = []string{"pid 9: permission denied"}
+			w.Hiding = []string{"pid 9"}
+			w.Cut = "c"
+		}), false,
+			fastQ + "; but " + none + "; c, and 1 of the serve's processes run as the gate's own user yet hide their descriptors from it (pid 9: not dumpable: prctl PR_SET_DUMPABLE, an executable this user cannot read, or a set-id program): the fast route is not taken on the log's word alone"},
+		{"fast words, no device, part cut by the serve's own size: FAIL", fastEv, npuWitness(func(w *Witness) {
+			w.Cut = "c"
+			w.Excess = []string{"5000 processes, where a healthy serve has a few", "e"}
+		}), false,
+			fastQ + "; but " + none + "; c, and the serve is past any healthy serve's size (5000 processes, where a healthy serve has a few; e): what the bounds left unread is its own doing: the fast route is not taken on the log's word alone"},
+		{"fast words, no device, past a healthy size and a process unread: FAIL", fastEv, npuWitness(func(w *Witness) {
+			w.Unread = []string{"pid 9: permission denied"}
+			w.Cut = "c"
+			w.Excess = []string{"e"}
+		}), false,
+			fastQ + "; but " + none + "; c, and the serve is past any healthy serve's size (e): what the bounds left unread is its own doing: the fast route is not taken on the log's word alone"},
+		{"fast words, a device held, past a healthy size: the held device witnesses it", fastEv, npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			w.Cut = "c"
+			w.Excess = []string{"e"}
+		}), true,
+			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*); c`},
+		{"slow words, past a healthy size: slow, said as the slow route's", slowEv, npuWitness(func(w *Witness) { w.Cut = "c"; w.Excess = []string{"e"} }), false,
+			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: ` + none + "; c"},
+		{"slow words, part cut: slow", slowEv, npuWitness(func(w *Witness) { w.Cut = "c" }), false,
+			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: ` + none + "; c"},
 		{"fast words, no device, a process of the gate's own user that hides its descriptors: FAIL", fastEv, npuWitness(func(w *Witness) {
 			w.Unread = []string{"pid 9: permission denied"}
 			w.Hiding = []string{"pid 9"}
 		}), false,
-			fastQ + "; but " + none + ", and 1 of the serve's processes run as the gate's own user yet hide their descriptors from it (pid 9: not dumpable: prctl PR_SET_DUMPABLE, or an executable this user cannot read): the fast route is not taken on the log's word alone"},
+			fastQ + "; but " + none + ", and 1 of the serve's processes run as the gate's own user yet hide their descriptors from it (pid 9: not dumpable: prctl PR_SET_DUMPABLE, an executable this user cannot read, or a set-id program): the fast route is not taken on the log's word alone"},
 		{"slow words, a process that hides its descriptors: slow, and said as the slow route's", slowEv, npuWitness(func(w *Witness) {
 			w.Unread = []string{"pid 9: permission denied"}
 			w.Hiding = []string{"pid 9"}
@@ -182,7 +218,9 @@ func TestWitnessDetailBounded(t *testing.T) {
 		{"a text as long as kept", npuWitness(func(w *Witness) { w.Unread = []string{long} }), "(" + long + "):", long + "..."},
 		{"a text one past", npuWitness(func(w *Witness) { w.Unread = []string{long + "ž"} }), "(" + long + "...):", "ž"},
 		{"not read, long", npuWitness(func(w *Witness) { w.NotRead = long + "ž" }), "not witnessed (" + long + "...): the verdict", "ž"},
-		{"cut, long", npuWitness(func(w *Witness) { w.Cut = long + "ž" }), "; " + long + "...: this run", "ž"},
+		{"cut, long", npuWitness(func(w *Witness) { w.Cut = long + "ž" }), "; " + long + "...: what was left unread", "ž"},
+		{"excess, padded", npuWitness(func(w *Witness) { w.Cut = "c"; w.Excess = pids(maxListed+3, "") }),
+			"size (pid 0; pid 1; pid 2; pid 3; 3 more)", "pid 4"},
 		{"no usage, padded", npuWitness(func(w *Witness) { w.NoUsage = pids(maxListed+2, "") }),
 			"device usage not witnessed: pid 3; 2 more sources not witnessed: this run", "pid 5"},
 		{"no usage, as many as named", npuWitness(func(w *Witness) { w.NoUsage = pids(maxListed, "") }),
