@@ -352,19 +352,27 @@ func judgeBaseline(replies []measure.Reply, l Limits, b Baseline) Assertion {
 		a.Detail = "no rate or first token to compare with the baseline " + b.File
 		return a
 	}
+	reg := l.Regression()
 	rate, ft := stats.Median(rates), stats.Median(firstMS)
 	rateChange := (rate - b.Rate) / b.Rate
 	ftChange := (ft - b.FirstTokenMS) / b.FirstTokenMS
+	rateOK, ftOK := baselineHeld(rates, firstMS, b, reg)
 	var worse []string
-	if rateChange < -l.Regression() {
+	if !rateOK {
 		worse = append(worse, "the rate fell")
 	}
-	if ftChange > l.Regression() {
+	if !ftOK {
 		worse = append(worse, "the first token rose")
 	}
 	a.OK = len(worse) == 0
 	a.Detail = fmt.Sprintf("rate %.1f tok/s against %.1f (%+.1f%%), first token %.0f ms against %.0f (%+.1f%%); allowed %.0f%%",
-		rate, b.Rate, rateChange*100, ft, b.FirstTokenMS, ftChange*100, l.Regression()*100)
+		rate, b.Rate, rateChange*100, ft, b.FirstTokenMS, ftChange*100, reg*100)
+	if l.Lead > 0 {
+		s := baselineSigns(rates, firstMS, b, reg, l.Lead)
+		a.Detail += fmt.Sprintf("; rate: %s; first token: %s",
+			s.Rate.Text(fmt.Sprintf("%.1f tok/s (the baseline's less %.0f%%)", b.Rate*(1-reg), reg*100)),
+			s.FirstToken.Text(fmt.Sprintf("%.0f ms (the baseline's plus %.0f%%)", b.FirstTokenMS*(1+reg), reg*100)))
+	}
 	if !a.OK {
 		a.Detail = strings.Join(worse, " and ") + " by more than allowed: " + a.Detail
 	}

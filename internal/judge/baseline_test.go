@@ -1,0 +1,302 @@
+package judge
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+)
+
+// A serve that did not change fails the baseline at most alpha of the time
+// on each row. The serve is the docs' simulated one (fakellm --rate-noise
+// 0.2): 90 tok/s and a 300 ms first token, each reply's drawn uniformly
+// within ±20% of them; the baseline's medians are the serve's own, and 10%
+// is allowed. A reply then holds the baseline with p = 0.75, the zone's
+// edge: the median of 3 replies falls below the bound with chance
+// 3·0.25²·0.75 + 0.25³ = 15.6%, where the gate stops when the baseline is
+// not counted.
+func TestBaselineNoChangeAtMostAlpha(t *testing.T) {
+	t.Parallel()
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(0.10), Lead: stats.DefaultLead}
+	b := Baseline{File: "base", Rate: 90, FirstTokenMS: 300}
+	rule := Rule{Lead: stats.DefaultLead, Min: 1, Max: 15, Baseline: &b}
+	rng := rand.New(rand.NewPCG(46, 1))
+	const runs = 2000
+	rate, first := 0, 0
+	for range runs {
+		var rs []measure.Reply
+		for n := 1; ; n++ {
+			if stop, _ := rule.Stop(rs, l); stop {
+				break
+			}
+			u, v := rng.Float64(), rng.Float64()
+			rs = append(rs, reply(n, 90*(1+0.2*(2*u-1)), 300*(1+0.2*(2*v-1)), 128, "Paris is the capital of France."))
+		}
+		a := judgeBaseline(rs, l, b)
+		if strings.Contains(a.Detail, "the rate fell") {
+			rate++
+		}
+		if strings.Contains(a.Detail, "the first token rose") {
+			first++
+		}
+	}
+	for _, row := range []struct {
+		name  string
+		fails int
+	}{{"rate", rate}, {"first token", first}} {
+		if got := float64(row.fails) / runs; got > stats.Alpha {
+			t.Errorf("the baseline's %s row failed %.1f%% of %d runs of a serve that did not change (±20%% a reply, 10%% allowed), want at most alpha = %.0f%%", row.name, got*100, runs, stats.Alpha*100)
+		}
+	}
+}
+
+// baselineServe is a serve and its baseline for the table of the baseline
+// row's errors: each reply's rate and first token drawn around 90 tok/s and
+// 300 ms, spread by a fraction of them (the standard deviation of a normal
+// draw, or with uniform the half-width of fakellm --rate-noise's draw), and
+// the baseline's medians the serve's own (replies 0) or those of as many
+// replies of the serve drawn the same way.
+type baselineServe struct {
+	spread  float64
+	uniform bool
+	replies int
+}
+
+func (s baselineServe) draw(rng *rand.Rand, mu float64) float64 {
+	if s.uniform {
+		return mu * (1 + s.spread*(2*rng.Float64()-1))
+	}
+	return mu * (1 + s.spread*rng.NormFloat64())
+}
+
+// simulate runs the gate's rule on the serve runs times, changed by change
+// (the rate by 1 − change, the first token by 1 + change), against the
+// baseline at the default limits (floor 60, first token 600 ms, --lead 3,
+// --replies 1, --max-replies 15, --max-regression 10), the baseline's signs
+// counted (now) and not (before): how often each of the baseline's rows
+// fails, and the replies asked on average. Before and now judge the same
+// draws: the rule that counts the baseline's signs stops no sooner, so the
+// replies before are the first of those now.
+func (s baselineServe) simulate(rng *rand.Rand, runs int, change float64) (before, now baselineFigures) {
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(DefaultMaxRegression), Lead: stats.DefaultLead}
+	for range runs {
+		b := Baseline{Rate: 90, FirstTokenMS: 300}
+		if s.replies > 0 {
+			var rs, fs []float64
+			for range s.replies {
+				rs, fs = append(rs, s.draw(rng, 90)), append(fs, s.draw(rng, 300))
+			}
+			b = Baseline{Rate: stats.Median(rs), FirstTokenMS: stats.Median(fs)}
+		}
+		old := Rule{Lead: stats.DefaultLead, Min: 1, Max: 15}
+		rule := old
+		rule.Baseline = &b
+		var rates, firstMS []float64
+		stopped := 0 // the replies the rule before stopped at
+		for len(rates) < rule.Max {
+			if len(rates) >= rule.Min {
+				if stopped == 0 {
+					if _, _, _, ok := old.undecided(rates, firstMS, l); ok {
+						stopped = len(rates)
+					}
+				}
+				if _, _, _, ok := rule.undecided(rates, firstMS, l); ok {
+					break
+				}
+			}
+			rates, firstMS = append(rates, s.draw(rng, 90*(1-change))), append(firstMS, s.draw(rng, 300*(1+change)))
+		}
+		if stopped == 0 {
+			stopped = len(rates)
+		}
+		before.add(baselineHeld(rates[:stopped], firstMS[:stopped], b, l.Regression()))
+		before.Replies += float64(stopped)
+		now.add(baselineHeld(rates, firstMS, b, l.Regression()))
+		now.Replies += float64(len(rates))
+	}
+	before.of(runs)
+	now.of(runs)
+	return before, now
+}
+
+// baselineFigures are how often the baseline's rows failed, and the
+// replies asked on average.
+type baselineFigures struct{ Rate, FirstToken, Replies float64 }
+
+func (f *baselineFigures) add(rateOK, firstTokenOK bool) {
+	if !rateOK {
+		f.Rate++
+	}
+	if !firstTokenOK {
+		f.FirstToken++
+	}
+}
+
+func (f *baselineFigures) of(runs int) {
+	f.Rate, f.FirstToken, f.Replies = f.Rate/float64(runs), f.FirstToken/float64(runs), f.Replies/float64(runs)
+}
+
+// The docs' table of the baseline row, between these markers.
+const (
+	baselineTableStart = "<!-- baseline-rule-table: made by go test ./internal/judge -run TestBaselineTable -update -->\n"
+	baselineTableEnd   = "<!-- /baseline-rule-table -->\n"
+)
+
+// baselineRuns is the runs simulated for each figure of the table.
+const baselineRuns = 4000
+
+// baselineTable is the table of the baseline row's errors, before (the
+// replies the floor's and first token's counts stopped at) and now (the
+// baseline's counts too), from a seeded simulation of the rule and the
+// row's verdict, baselineRuns runs a figure: a false FAIL is a failed row
+// of a serve that did not change; a catch, a failed row of one whose rate
+// fell by 15% and whose first token rose by 15%.
+func baselineTable() string {
+	var b strings.Builder
+	b.WriteString("| spread a reply | baseline's medians | false FAIL, rate | false FAIL, first token | −15% caught, rate | +15% caught, first token | replies (no change) |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|\n")
+	rng := rand.New(rand.NewPCG(46, 1))
+	for _, s := range baselineServes {
+		spread := fmt.Sprintf("%.0f%%", s.spread*100)
+		if s.uniform {
+			spread = fmt.Sprintf("±%.0f%%, uniform (fakellm --rate-noise %g)", s.spread*100, s.spread)
+		}
+		base := "the serve's own"
+		if s.replies > 0 {
+			base = fmt.Sprintf("%d replies", s.replies)
+		}
+		before, now := s.simulate(rng, baselineRuns, 0)
+		caughtBefore, caughtNow := s.simulate(rng, baselineRuns, 0.15)
+		pc := func(before, now float64) string { return fmt.Sprintf("%.1f%% → %.1f%%", before*100, now*100) }
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %.1f → %.1f |\n", spread, base, pc(before.Rate, now.Rate), pc(before.FirstToken, now.FirstToken),
+			pc(caughtBefore.Rate, caughtNow.Rate), pc(caughtBefore.FirstToken, caughtNow.FirstToken), before.Replies, now.Replies)
+	}
+	return b.String()
+}
+
+// baselineServes are the table's rows.
+var baselineServes = []baselineServe{
+	{spread: 0.02}, {spread: 0.05}, {spread: 0.10}, {spread: 0.20},
+	{spread: 0.20, uniform: true},
+	{spread: 0.10, replies: 3}, {spread: 0.10, replies: 15},
+}
+
+// docs/measuring.md's table of the baseline row is the one the code
+// computes; -update rewrites it.
+func TestBaselineTable(t *testing.T) {
+	t.Parallel()
+	const path = "../../docs/measuring.md"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, baselineTableStart), strings.Index(doc, baselineTableEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the markers %q and %q", path, baselineTableStart, baselineTableEnd)
+	}
+	got, want := doc[i+len(baselineTableStart):j], baselineTable()
+	if got == want {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(doc[:i+len(baselineTableStart)]+want+doc[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s's table of the baseline row is not the code's; go test ./internal/judge -run TestBaselineTable -update rewrites it:\n%s\nwant:\n%s", path, got, want)
+}
+
+// A figure exactly at the change allowed holds the baseline, one past it
+// does not, whichever way; at 0 the baseline's own median holds it.
+func TestHolds(t *testing.T) {
+	b := Baseline{Rate: 100, FirstTokenMS: 300}
+	for _, tt := range []struct {
+		v, reg float64
+		want   bool
+	}{
+		{90, 0.10, true}, {89.99, 0.10, false}, {110, 0.10, true}, {100, 0, true}, {99.99, 0, false},
+	} {
+		if got := b.HoldsRate(tt.v, tt.reg); got != tt.want {
+			t.Errorf("HoldsRate(%v, %v) = %v, want %v", tt.v, tt.reg, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		v, reg float64
+		want   bool
+	}{
+		{330, 0.10, true}, {330.01, 0.10, false}, {200, 0.10, true}, {300, 0, true}, {300.01, 0, false},
+	} {
+		if got := b.HoldsFirstToken(tt.v, tt.reg); got != tt.want {
+			t.Errorf("HoldsFirstToken(%v, %v) = %v, want %v", tt.v, tt.reg, got, tt.want)
+		}
+	}
+}
+
+// With a baseline the rule asks on until its two counts decide too, at the
+// change the limits allow.
+func TestRuleStopBaseline(t *testing.T) {
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(0.10)}
+	b := &Baseline{Rate: 100, FirstTokenMS: 300}
+	rule := Rule{Lead: 3, Min: 1, Max: 15, Baseline: b}
+	wide := l
+	wide.MaxRegression = ptr(0.20)
+	tests := []struct {
+		name    string
+		rule    Rule
+		l       Limits
+		replies []measure.Reply
+		stop    bool
+		why     string
+	}{
+		{"all four decided", rule, l, firsts(rated(95, 95, 95), 300, 300, 300), true, ""},
+		{"all missing the baseline decide too", rule, l, firsts(rated(80, 80, 80), 400, 400, 400), true, ""},
+		{"the rate split about its bound", rule, l, firsts(rated(95, 85, 95), 300, 300, 300), false, "the rate's signs against the baseline, 2 meet its bound and 1 miss it, lead by less than 3"},
+		{"the first token split about its bound", rule, l, firsts(rated(95, 95, 95), 300, 400, 300), false, "the first token's signs against the baseline, 2 meet its bound and 1 miss it, lead by less than 3"},
+		{"a wider change allowed", rule, wide, firsts(rated(85, 95, 85), 350, 300, 350), true, ""},
+		{"no baseline", Rule{Lead: 3, Min: 1, Max: 15}, l, firsts(rated(95, 85, 95), 300, 400, 300), true, ""},
+		{"the floor first", rule, l, firsts(rated(95, 50, 95), 300, 400, 300), false, "the rate's signs, 2 meet the floor and 1 miss it"},
+		{"the cap", Rule{Lead: 3, Min: 1, Max: 3, Baseline: b}, l, firsts(rated(95, 85, 95), 300, 300, 300), true, ""},
+	}
+	for _, tt := range tests {
+		stop, why := tt.rule.Stop(tt.replies, tt.l)
+		if stop != tt.stop || !strings.Contains(why, tt.why) || (why == "") != (tt.why == "") {
+			t.Errorf("%s: Stop() = %v, %q; want %v, %q", tt.name, stop, why, tt.stop, tt.why)
+		}
+	}
+	s, complete := BaselineSignsOf(firsts(rated(95, 85, 95, 90), 300, 330, 331, 200), l, *b, 3)
+	if want := (BaselineSigns{Rate: stats.NewCount(3, 1, 3), FirstToken: stats.NewCount(3, 1, 3)}); s != want || !complete {
+		t.Errorf("BaselineSignsOf() = %+v, %v; want %+v, complete", s, complete, want)
+	}
+	if _, complete := BaselineSignsOf(append(rated(95), measure.Reply{N: 2, Error: "boom"}), l, *b, 3); complete {
+		t.Errorf("BaselineSignsOf(a failed reply) complete")
+	}
+}
+
+// The baseline row ends with its two counts, each against its bound, and a
+// run made before the rule (no lead) has none.
+func TestBaselineDetailSigns(t *testing.T) {
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(0.10), Lead: 3}
+	b := Baseline{File: "base", Rate: 100, FirstTokenMS: 300}
+	a := judgeBaseline(firsts(exactRates(88, 88, 88), 300, 300, 300), l, b)
+	want := "the rate fell by more than allowed: rate 88.0 tok/s against 100.0 (-12.0%), first token 300 ms against 300 (+0.0%); allowed 10%" +
+		"; rate: signs: 0 meet 90.0 tok/s (the baseline's less 10%), 3 miss it: decided, a lead of 3 for missing it, --lead 3 (likelihood ratio 3^3 = 27 against 1/alpha = 20)" +
+		"; first token: signs: 3 meet 330 ms (the baseline's plus 10%), 0 miss it: decided, a lead of 3 for meeting it, --lead 3 (likelihood ratio 3^3 = 27 against 1/alpha = 20)"
+	if a.OK || a.Detail != want {
+		t.Errorf("judgeBaseline(12%% slower) = %+v, want failed with\n%q", a, want)
+	}
+	a = judgeBaseline(firsts(exactRates(95, 85, 95), 300, 300, 300), l, b)
+	if !a.OK || !strings.Contains(a.Detail, "; rate: close to 90.0 tok/s (the baseline's less 10%): 2 meet it, 1 miss it") {
+		t.Errorf("judgeBaseline(split about the bound) = %+v, want passed, close to the bound", a)
+	}
+	old := l
+	old.Lead = 0
+	if a := judgeBaseline(rated(95, 95, 95), old, b); strings.Contains(a.Detail, "signs") || strings.Contains(a.Detail, "close to") {
+		t.Errorf("judgeBaseline(no lead) = %q, want no signs", a.Detail)
+	}
+}
