@@ -364,6 +364,12 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.Kind == report.KindReference && c.Baseline != "" {
 		bad("--baseline %s: record makes a reference, whose rate and first token are recorded, not judged; leave --baseline out", c.Baseline)
 	}
+	if most := max(c.MaxReplies, c.Replies); c.Baseline != "" && most < c.Lead {
+		// The baseline's counts decide at the lead, the rule's error; no
+		// count of fewer replies can, and the few replies' median would
+		// fail a serve that did not change as often as noise has it.
+		bad("--baseline with --max-replies %d: the baseline's sign counts need --lead %d replies to decide at the rule's error (docs/measuring.md); pass --max-replies %d or more", most, c.Lead, c.Lead)
+	}
 	if c.FloorFromBaseline != 0 && c.Baseline == "" {
 		bad("--floor-from-baseline %v needs --baseline: the floor is that fraction of the baseline's median rate", c.FloorFromBaseline)
 	}

@@ -171,6 +171,8 @@ func TestCheckBad(t *testing.T) {
 		{"max-regression NaN", func(c *Config) { c.MaxRegression = nan() }, "--max-regression NaN"},
 		{"baseline missing", func(c *Config) { c.Baseline = "/nonexistent/result.json" }, "--baseline: /nonexistent/result.json: no such file or directory; pass the result.json of an earlier run"},
 		{"baseline foreign", func(c *Config) { c.Baseline = file }, "not a result file"},
+		{"baseline with fewer replies than the lead", func(c *Config) { c.Baseline, c.Replies, c.MaxReplies = file, 1, 2 }, "--baseline with --max-replies 2: the baseline's sign counts need --lead 3 replies to decide at the rule's error (docs/measuring.md); pass --max-replies 3 or more"},
+		{"baseline with --replies below a larger lead", func(c *Config) { c.Baseline, c.Replies, c.MaxReplies, c.Lead = file, 4, 1, 5 }, "--baseline with --max-replies 4: the baseline's sign counts need --lead 5 replies"},
 		// Absurd numbers: each bounded, named, with what to pass.
 		{"max-tokens at the int64 maximum", func(c *Config) { c.MaxTokens = math.MaxInt64 }, "--max-tokens 9223372036854775807: pass 2 to 8192"},
 		{"max-tokens one above its bound", func(c *Config) { c.MaxTokens = MaxMaxTokens + 1 }, "--max-tokens 8193: pass 2 to 8192"},
@@ -265,6 +267,16 @@ func TestBaselineLoads(t *testing.T) {
 	p, err := cfg.Check(found("llama-server"))
 	if err != nil || p.Baseline == nil || p.Baseline.Rate != 100 {
 		t.Errorf("Check() with a baseline = %+v, %v", p, err)
+	}
+	// As many replies as the lead can decide the baseline's counts, and
+	// --replies raises --max-replies to itself.
+	for _, n := range [][2]int{{1, 3}, {3, 1}} {
+		cfg := cfg
+		cfg.Out = filepath.Join(t.TempDir(), "out")
+		cfg.Replies, cfg.MaxReplies = n[0], n[1]
+		if _, err := cfg.Check(found("llama-server")); err != nil {
+			t.Errorf("Check(--baseline --replies %d --max-replies %d) = %v, want no error at --lead 3", n[0], n[1], err)
+		}
 	}
 	if l := cfg.Limits(); l.Regression() != 0.10 {
 		t.Errorf("Limits().Regression() = %v, want 0.10 from 10%%", l.Regression())
