@@ -7,10 +7,12 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
-// Signs are the rate's and the first token's counts.
+// Signs are the rate's and the first token's counts, and with a baseline
+// their counts against its bounds.
 type Signs struct {
-	Rate       stats.Count `json:"rate"`
-	FirstToken stats.Count `json:"first_token"`
+	Rate       stats.Count    `json:"rate"`
+	FirstToken stats.Count    `json:"first_token"`
+	Baseline   *BaselineSigns `json:"baseline,omitempty"`
 }
 
 // SignsOf counts the replies' signs at lead: a rate meets the floor when it

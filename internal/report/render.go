@@ -226,8 +226,13 @@ func IntervalText(iv *stats.Interval, prec int) string {
 // median then decides, "close to" its limit; "undecided" when fewer replies
 // were asked than the lead, which no count of them can reach.
 func SignsText(s *judge.Signs, n, maxReplies int) string {
-	counts := fmt.Sprintf("rate: %d meet the floor, %d miss it; first token: %d meet the limit, %d miss it; --lead %d",
-		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss, s.Rate.Lead)
+	counts := fmt.Sprintf("rate: %d meet the floor, %d miss it; first token: %d meet the limit, %d miss it",
+		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss)
+	if b := s.Baseline; b != nil {
+		counts += fmt.Sprintf("; against the baseline, rate: %d meet its bound, %d miss it; first token: %d meet its bound, %d miss it",
+			b.Rate.Meet, b.Rate.Miss, b.FirstToken.Meet, b.FirstToken.Miss)
+	}
+	counts += fmt.Sprintf("; --lead %d", s.Rate.Lead)
 	if s.Rate.Meet+s.Rate.Miss < n || s.FirstToken.Meet+s.FirstToken.Miss < n {
 		// The gate stopped at a reply without a figure: that failure,
 		// not the median, decides.
@@ -240,8 +245,15 @@ func SignsText(s *judge.Signs, n, maxReplies int) string {
 	if !s.FirstToken.Decided {
 		close = append(close, "the first-token limit")
 	}
+	decided := "Both sign counts"
+	if b := s.Baseline; b != nil {
+		decided = "The four sign counts"
+		if !b.Rate.Decided || !b.FirstToken.Decided {
+			close = append(close, "the baseline's bounds")
+		}
+	}
 	if len(close) == 0 {
-		return fmt.Sprintf("Both sign counts decided (%s).", counts)
+		return fmt.Sprintf("%s decided (%s).", decided, counts)
 	}
 	if n < s.Rate.Lead {
 		// No count of n replies reaches the lead: nothing says the serve
