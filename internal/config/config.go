@@ -538,7 +538,8 @@ func LoadBaseline(path string, l judge.Limits) (*judge.Baseline, error) {
 	if len(rates) == 0 || len(firstMS) == 0 {
 		return nil, fmt.Errorf("--baseline %s holds no decode rate and first token to compare with (verdict %s); pass a run that measured some", path, r.Verdict)
 	}
-	return &judge.Baseline{File: path, Rate: stats.Median(rates), FirstTokenMS: stats.Median(firstMS)}, nil
+	b := judge.BaselineOf(path, rates, firstMS)
+	return &b, nil
 }
 
 // checkOut makes sure the out directory can be written and holds no earlier

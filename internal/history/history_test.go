@@ -152,7 +152,8 @@ func TestResult(t *testing.T) {
 				return Baseline(res, run.URL, judge.Limits{RateSource: judge.RateClient})
 			}()
 			if tc.want == "" {
-				want := &judge.Baseline{File: "https://github.com/acme/serve/actions/runs/3", Rate: 100, FirstTokenMS: 300}
+				want := &judge.Baseline{File: "https://github.com/acme/serve/actions/runs/3", Rate: 100, FirstTokenMS: 300,
+					Replies: 3, RateLo: 50, FirstTokenHiMS: 350, Coverage: 0.75}
 				if err != nil || !cmp.Equal(got, want) {
 					t.Errorf("baseline = %+v, %v; want %+v", got, err, want)
 				}

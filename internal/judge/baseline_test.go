@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -54,6 +55,51 @@ func TestBaselineNoChangeAtMostAlpha(t *testing.T) {
 	}
 }
 
+// A baseline of a default run's 3 replies is noisy on its own: its median
+// rate is above the serve's true median half the time, by 7% at 10% spread.
+// A serve that did not change still fails the row at most alpha of the time
+// on each row when the baseline is built from its replies as --baseline
+// builds it (BaselineOf); against the baseline's medians it failed 8.6% of
+// runs on the rate and 11.7% on the first token.
+func TestBaselineThreeRepliesAtMostAlpha(t *testing.T) {
+	t.Parallel()
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(DefaultMaxRegression), Lead: stats.DefaultLead}
+	s := baselineServe{spread: 0.10}
+	rng := rand.New(rand.NewPCG(46, 3))
+	const runs = 2000
+	rate, first := 0, 0
+	for range runs {
+		var rs, fs []float64
+		for range 3 {
+			rs, fs = append(rs, s.draw(rng, 90)), append(fs, s.draw(rng, 300))
+		}
+		b := BaselineOf("base", rs, fs)
+		rule := Rule{Lead: stats.DefaultLead, Min: 1, Max: 15, Baseline: &b}
+		var replies []measure.Reply
+		for n := 1; ; n++ {
+			if stop, _ := rule.Stop(replies, l); stop {
+				break
+			}
+			replies = append(replies, reply(n, s.draw(rng, 90), s.draw(rng, 300), 128, "Paris is the capital of France."))
+		}
+		a := judgeBaseline(replies, l, b)
+		if strings.Contains(a.Detail, "the rate fell") {
+			rate++
+		}
+		if strings.Contains(a.Detail, "the first token rose") {
+			first++
+		}
+	}
+	for _, row := range []struct {
+		name  string
+		fails int
+	}{{"rate", rate}, {"first token", first}} {
+		if got := float64(row.fails) / runs; got > stats.Alpha {
+			t.Errorf("the baseline's %s row failed %.1f%% of %d runs of a serve that did not change against a baseline of 3 replies (10%% a reply, 10%% allowed), want at most alpha = %.0f%%", row.name, got*100, runs, stats.Alpha*100)
+		}
+	}
+}
+
 // baselineServe is a serve and its baseline for the table of the baseline
 // row's errors: each reply's rate and first token drawn around 90 tok/s and
 // 300 ms, spread by a fraction of them (the standard deviation of a normal
@@ -79,21 +125,25 @@ func (s baselineServe) draw(rng *rand.Rand, mu float64) float64 {
 // simulate runs the gate's rule on the serve runs times, changed by change
 // (the rate by 1 − change, the first token by 1 + change), against the
 // baseline at the default limits (floor 60, first token 600 ms, --lead 3,
-// --replies 1, --max-replies 15, --max-regression 10), the baseline's signs
-// counted (now) and not (before): how often each of the baseline's rows
-// fails, and the replies asked on average. Before and now judge the same
-// draws: the rule that counts the baseline's signs stops no sooner, so the
-// replies before are the first of those now.
+// --replies 1, --max-replies 15, --max-regression 10): before, on the
+// replies the floor's and first token's counts stopped at, against the
+// baseline's medians; now, the baseline's counts too, against the ends of
+// its medians' intervals (BaselineOf): how often each of the baseline's
+// rows fails, and the replies asked on average. Before and now judge the
+// same draws: the rule that counts the baseline's signs stops no sooner, so
+// the replies before are the first of those now.
 func (s baselineServe) simulate(rng *rand.Rand, runs int, change float64) (before, now baselineFigures) {
 	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(DefaultMaxRegression), Lead: stats.DefaultLead}
 	for range runs {
 		b := Baseline{Rate: 90, FirstTokenMS: 300}
+		medians := b // before: the baseline's medians, whatever its replies
 		if s.replies > 0 {
 			var rs, fs []float64
 			for range s.replies {
 				rs, fs = append(rs, s.draw(rng, 90)), append(fs, s.draw(rng, 300))
 			}
-			b = Baseline{Rate: stats.Median(rs), FirstTokenMS: stats.Median(fs)}
+			b = BaselineOf("", rs, fs)
+			medians = Baseline{Rate: b.Rate, FirstTokenMS: b.FirstTokenMS}
 		}
 		old := Rule{Lead: stats.DefaultLead, Min: 1, Max: 15}
 		rule := old
@@ -116,7 +166,7 @@ func (s baselineServe) simulate(rng *rand.Rand, runs int, change float64) (befor
 		if stopped == 0 {
 			stopped = len(rates)
 		}
-		before.add(baselineHeld(rates[:stopped], firstMS[:stopped], b, l.Regression()))
+		before.add(baselineHeld(rates[:stopped], firstMS[:stopped], medians, l.Regression()))
 		before.Replies += float64(stopped)
 		now.add(baselineHeld(rates, firstMS, b, l.Regression()))
 		now.Replies += float64(len(rates))
@@ -185,7 +235,8 @@ func baselineTable() string {
 var baselineServes = []baselineServe{
 	{spread: 0.02}, {spread: 0.05}, {spread: 0.10}, {spread: 0.20},
 	{spread: 0.20, uniform: true},
-	{spread: 0.10, replies: 3}, {spread: 0.10, replies: 15},
+	{spread: 0.10, replies: 3}, {spread: 0.10, replies: 5}, {spread: 0.10, replies: 15},
+	{spread: 0.20, uniform: true, replies: 3}, {spread: 0.20, uniform: true, replies: 15},
 }
 
 // docs/measuring.md's table of the baseline row is the one the code
@@ -301,5 +352,133 @@ func TestBaselineDetailSigns(t *testing.T) {
 	old.Lead = 0
 	if a := judgeBaseline(rated(95, 95, 95), old, b); strings.Contains(a.Detail, "signs") || strings.Contains(a.Detail, "close to") {
 		t.Errorf("judgeBaseline(no lead) = %q, want no signs", a.Detail)
+	}
+}
+
+// A baseline keeps how many replies its medians are of and the
+// conservative ends of their intervals at BaselineLevel: the range of 3 or
+// 4 (75%, 87.5%), the fewer replies and the lower coverage of its rates'
+// and first tokens'.
+func TestBaselineOf(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		rates, firstMS []float64
+		want           Baseline
+	}{
+		{"3 replies", []float64{100, 90, 95}, []float64{320, 300, 310},
+			Baseline{File: "f", Rate: 95, FirstTokenMS: 310, Replies: 3, RateLo: 90, FirstTokenHiMS: 320, Coverage: 0.75}},
+		{"a rate more", []float64{100, 90, 95, 97}, []float64{320, 300, 310},
+			Baseline{File: "f", Rate: 96, FirstTokenMS: 310, Replies: 3, RateLo: 90, FirstTokenHiMS: 320, Coverage: 0.75}},
+		{"a first token more", []float64{100, 90, 95}, []float64{320, 300, 310, 305},
+			Baseline{File: "f", Rate: 95, FirstTokenMS: 307.5, Replies: 3, RateLo: 90, FirstTokenHiMS: 320, Coverage: 0.75}},
+		{"4 replies", []float64{100, 90, 95, 97}, []float64{320, 300, 310, 305},
+			Baseline{File: "f", Rate: 96, FirstTokenMS: 307.5, Replies: 4, RateLo: 90, FirstTokenHiMS: 320, Coverage: 0.875}},
+		{"1 reply", []float64{100}, []float64{300},
+			Baseline{File: "f", Rate: 100, FirstTokenMS: 300, Replies: 1, RateLo: 100, FirstTokenHiMS: 300, Coverage: 0}},
+		{"no first token", []float64{100, 90, 95}, nil, Baseline{File: "f", Rate: 95}},
+		{"no rate", nil, []float64{320, 300, 310}, Baseline{File: "f", FirstTokenMS: 310}},
+	} {
+		if got := BaselineOf("f", tt.rates, tt.firstMS); got != tt.want {
+			t.Errorf("%s: BaselineOf() = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+	if BaselineMinReplies != 3 || BaselineLevel != 0.75 {
+		t.Errorf("BaselineMinReplies, BaselineLevel = %d, %v; want 3, 0.75", BaselineMinReplies, BaselineLevel)
+	}
+	// The fewest replies whose range reaches the level.
+	if iv, _ := stats.MedianIntervalAt([]float64{1, 2, 3}[:BaselineMinReplies], BaselineLevel); iv.Coverage < BaselineLevel {
+		t.Errorf("%d replies' interval covers %v, below BaselineLevel", BaselineMinReplies, iv.Coverage)
+	}
+	if iv, _ := stats.MedianIntervalAt([]float64{1, 2}[:BaselineMinReplies-1], BaselineLevel); iv.Coverage >= BaselineLevel {
+		t.Errorf("%d replies' interval covers %v, at BaselineLevel or more", BaselineMinReplies-1, iv.Coverage)
+	}
+}
+
+// The row holds the run against the interval's ends when they bound the
+// medians at BaselineLevel and lie on their conservative side, against
+// the medians otherwise (a result.json is untrusted); each condition at
+// its edge, both sides. A change in one end shows in the other.
+func TestBaselineEnds(t *testing.T) {
+	ok := Baseline{Rate: 100, FirstTokenMS: 300, Replies: 3, RateLo: 90, FirstTokenHiMS: 320, Coverage: 0.75}
+	for _, tt := range []struct {
+		name     string
+		edit     func(*Baseline)
+		rate, ft float64
+		tooFew   bool
+	}{
+		{"bounded", func(*Baseline) {}, 90, 320, false},
+		{"coverage just below the level", func(b *Baseline) { b.Coverage = 0.7499 }, 100, 300, true},
+		{"coverage above it", func(b *Baseline) { b.Coverage = 0.9 }, 90, 320, false},
+		{"no rate end", func(b *Baseline) { b.RateLo = 0 }, 100, 300, false},
+		{"the least rate end", func(b *Baseline) { b.RateLo = math.SmallestNonzeroFloat64 }, math.SmallestNonzeroFloat64, 320, false},
+		{"a negative rate end", func(b *Baseline) { b.RateLo = -1 }, 100, 300, false},
+		{"the rate end at the median", func(b *Baseline) { b.RateLo = 100 }, 100, 320, false},
+		{"the rate end above the median", func(b *Baseline) { b.RateLo = 100.01 }, 100, 300, false},
+		{"a NaN rate end", func(b *Baseline) { b.RateLo = math.NaN() }, 100, 300, false},
+		{"the first token end at the median", func(b *Baseline) { b.FirstTokenHiMS = 300 }, 90, 300, false},
+		{"the first token end below the median", func(b *Baseline) { b.FirstTokenHiMS = 299.99 }, 100, 300, false},
+		{"the largest first token end", func(b *Baseline) { b.FirstTokenHiMS = math.MaxFloat64 }, 90, math.MaxFloat64, false},
+		{"an infinite first token end", func(b *Baseline) { b.FirstTokenHiMS = math.Inf(1) }, 100, 300, false},
+		{"replies not known", func(b *Baseline) { b.Replies, b.Coverage = 0, 0 }, 100, 300, false},
+		{"1 reply", func(b *Baseline) { b.Replies, b.Coverage = 1, 0 }, 100, 300, true},
+	} {
+		b := ok
+		tt.edit(&b)
+		if r, f, few := b.RateEnd(), b.FirstTokenEnd(), b.tooFew(); r != tt.rate || f != tt.ft || few != tt.tooFew {
+			t.Errorf("%s: RateEnd, FirstTokenEnd, tooFew = %v, %v, %v; want %v, %v, %v", tt.name, r, f, few, tt.rate, tt.ft, tt.tooFew)
+		}
+	}
+	// Each reply is counted against the ends, less and plus the change.
+	for _, tt := range []struct {
+		v    float64
+		want bool
+	}{{81, true}, {80.99, false}} {
+		if got := ok.HoldsRate(tt.v, 0.10); got != tt.want {
+			t.Errorf("HoldsRate(%v) against a low end of 90 = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		v    float64
+		want bool
+	}{{352, true}, {352.01, false}} {
+		if got := ok.HoldsFirstToken(tt.v, 0.10); got != tt.want {
+			t.Errorf("HoldsFirstToken(%v) against a high end of 320 = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+	// The rule counts them so: 85 tok/s holds a low end of 90 less 10%, not
+	// a median of 100 less it.
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(0.10)}
+	rule := Rule{Lead: 3, Min: 1, Max: 15, Baseline: &ok}
+	if stop, why := rule.Stop(firsts(rated(95, 85, 95), 300, 340, 300), l); !stop {
+		t.Errorf("Stop(85 tok/s and 340 ms against ends of 90 and 320) = false, %q; want decided", why)
+	}
+}
+
+// The row against a bounded baseline names the ends it holds the run
+// against; against one of too few replies it shows the change and judges
+// nothing, saying why and what to record.
+func TestBaselineDetailEnds(t *testing.T) {
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(0.10), Lead: 3}
+	b := BaselineOf("base", []float64{97, 100, 103}, []float64{270, 277, 290})
+	a := judgeBaseline(firsts(exactRates(85, 84, 86), 280, 281, 279), l, b)
+	want := "the rate fell by more than allowed: rate 85.0 tok/s against 100.0 (-15.0%), first token 280 ms against 277 (+1.1%); allowed 10% below 97.0 tok/s and above 290 ms, the baseline's median rate and first token at their conservative ends (its 3 replies bound each median at 75%)" +
+		"; rate: signs: 0 meet 87.3 tok/s (its low end less 10%), 3 miss it: decided, a lead of 3 for missing it, --lead 3 (likelihood ratio 3^3 = 27 against 1/alpha = 20)" +
+		"; first token: signs: 3 meet 319 ms (its high end plus 10%), 0 miss it: decided, a lead of 3 for meeting it, --lead 3 (likelihood ratio 3^3 = 27 against 1/alpha = 20)"
+	if a.OK || a.Info || a.Detail != want {
+		t.Errorf("judgeBaseline(15%% slower, a 3-reply baseline) = %+v, want failed with\n%q", a, want)
+	}
+	// 88 tok/s is 12% below the median, 9.3% below the low end: it holds.
+	if a := judgeBaseline(firsts(exactRates(88, 88, 88), 280, 281, 279), l, b); !a.OK || a.Info {
+		t.Errorf("judgeBaseline(12%% below the median, within 10%% of the low end) = %+v, want passed", a)
+	}
+	few := BaselineOf("base", []float64{97, 103}, []float64{270, 290})
+	a = judgeBaseline(firsts(exactRates(50, 50, 50), 280, 281, 279), l, few)
+	want = "rate 50.0 tok/s against 100.0 (-50.0%), first token 280 ms against 280 (+0.0%); not judged: the baseline's 2 replies cannot bound its median at 75%, and its noise alone would fail a serve that did not change more often than alpha; record the baseline with --replies 3 or more (docs/measuring.md)"
+	if !a.OK || !a.Info || a.Detail != want {
+		t.Errorf("judgeBaseline(a 2-reply baseline) = %+v, want an info row\n%q", a, want)
+	}
+	one := BaselineOf("base", []float64{100}, []float64{280})
+	if a := judgeBaseline(firsts(exactRates(50, 50, 50), 280, 281, 279), l, one); !a.Info || !strings.Contains(a.Detail, "the baseline's 1 reply cannot") {
+		t.Errorf("judgeBaseline(a 1-reply baseline) = %+v, want an info row of 1 reply", a)
 	}
 }
