@@ -539,6 +539,9 @@ func LoadBaseline(path string, l judge.Limits) (*judge.Baseline, error) {
 		return nil, fmt.Errorf("--baseline %s holds no decode rate and first token to compare with (verdict %s); pass a run that measured some", path, r.Verdict)
 	}
 	b := judge.BaselineOf(path, rates, firstMS)
+	if why := b.NotFigures(); why != "" {
+		return nil, fmt.Errorf("--baseline %s is no rate and first token to compare with: %s; pass the result.json of a run that measured them", path, why)
+	}
 	return &b, nil
 }
 

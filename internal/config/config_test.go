@@ -248,6 +248,15 @@ func TestBaselineLoads(t *testing.T) {
 	if b.File != goodFile || b.Rate != 100 || b.FirstTokenMS != 300 {
 		t.Errorf("LoadBaseline() = %+v, want the medians 100 tok/s and 300 ms", b)
 	}
+	if b.Replies != 3 || b.Coverage != 0.75 || b.FirstTokenHiMS != 350 {
+		t.Errorf("LoadBaseline() = %+v, want its 3 replies' range at 75%%, the first token's high end 350 ms", b)
+	}
+	// An edited file's first token below 0 would hold every reply's.
+	negative := write("negative.json", `{"schema": "npu-serve-smoke/v1", "verdict": "pass", "replies": [
+		{"n": 1, "first_ms": -5, "last_ms": 1265, "completion_tokens": 128, "content": "x"}]}`)
+	if _, err := LoadBaseline(negative, c.Limits()); err == nil || err.Error() != "--baseline "+negative+" is no rate and first token to compare with: its median rate 100.0 tok/s and first token -5 ms; pass the result.json of a run that measured them" {
+		t.Errorf("LoadBaseline(a first token of -5 ms) = %v", err)
+	}
 	empty := write("empty.json", `{"schema": "npu-serve-smoke/v1", "verdict": "fail", "replies": []}`)
 	if _, err := LoadBaseline(empty, c.Limits()); err == nil || !strings.Contains(err.Error(), "holds no decode rate and first token to compare with (verdict fail)") {
 		t.Errorf("LoadBaseline(no replies) = %v", err)

@@ -536,6 +536,9 @@ func Baseline(res *report.Result, from string, l judge.Limits) (*judge.Baseline,
 		return nil, &Unusable{fmt.Sprintf("%s holds no decode rate and first token to compare with (verdict %s)", from, res.Verdict)}
 	}
 	b := judge.BaselineOf(from, rates, firstMS)
+	if why := b.NotFigures(); why != "" {
+		return nil, &Unusable{fmt.Sprintf("%s is no rate and first token to compare with: %s", from, why)}
+	}
 	return &b, nil
 }
 

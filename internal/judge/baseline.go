@@ -58,6 +58,17 @@ func BaselineOf(file string, rates, firstMS []float64) Baseline {
 	return b
 }
 
+// NotFigures says why b's medians are no rate and first token, or "" when
+// they are: a baseline is read from a file anyone with the artifact can
+// edit, and a rate of 0 or less, or a first token below 0, would hold
+// every reply.
+func (b Baseline) NotFigures() string {
+	if !(b.Rate > 0) || !(b.FirstTokenMS >= 0) {
+		return fmt.Sprintf("its median rate %.1f tok/s and first token %.0f ms", b.Rate, b.FirstTokenMS)
+	}
+	return ""
+}
+
 // bounded reports whether b's intervals bound its medians at BaselineLevel
 // and their ends are the conservative side of them; a result.json is
 // untrusted, and ends that are not are not used.

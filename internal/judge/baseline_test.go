@@ -482,3 +482,32 @@ func TestBaselineDetailEnds(t *testing.T) {
 		t.Errorf("judgeBaseline(a 1-reply baseline) = %+v, want an info row of 1 reply", a)
 	}
 }
+
+// A baseline's figures come from a file anyone with the artifact can edit:
+// a median that is no rate (0 or less) or no first token (below 0) holds
+// every reply (a rate of 0 less 10% is met by any, and a first token of
+// -5 ms is "exceeded" by none: (v+5)/-5 is negative), so the row fails
+// saying so rather than pass on it. At 0 ms the first token is a figure
+// (the bound is then 0, which any later first token misses).
+func TestBaselineNotFigures(t *testing.T) {
+	l := Limits{Floor: 40, FirstTokenMS: 6000, RateSource: RateClient, MaxRegression: ptr(0.10), Lead: 3}
+	slow := firsts(rated(50, 50, 50), 5000, 5000, 5000)
+	for _, tt := range []struct {
+		name string
+		b    Baseline
+		ok   bool
+		want string
+	}{
+		{"a negative first token", BaselineOf("b", []float64{40, 40, 40}, []float64{-5, -5, -5}), false,
+			"the baseline b is no rate and first token to compare with: its median rate 40.0 tok/s and first token -5 ms; pass the result.json of a run that measured them"},
+		{"a first token just below 0", Baseline{File: "b", Rate: 40, FirstTokenMS: -0.001}, false, "is no rate and first token"},
+		{"a rate of 0", Baseline{File: "b", Rate: 0, FirstTokenMS: 1e6}, false, "its median rate 0.0 tok/s"},
+		{"the least rate", Baseline{File: "b", Rate: math.SmallestNonzeroFloat64, FirstTokenMS: 1e6}, true, "rate 50.0 tok/s against 0.0"},
+		{"a first token of 0", Baseline{File: "b", Rate: 40, FirstTokenMS: 0}, false, "the first token rose by more than allowed"},
+	} {
+		a := judgeBaseline(slow, l, tt.b)
+		if a.OK != tt.ok || !strings.Contains(a.Detail, tt.want) {
+			t.Errorf("%s: judgeBaseline() = %+v, want ok %v with %q", tt.name, a, tt.ok, tt.want)
+		}
+	}
+}

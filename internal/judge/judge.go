@@ -363,6 +363,10 @@ func judgeBaseline(replies []measure.Reply, l Limits, b Baseline) Assertion {
 		a.Detail = "no rate or first token to compare with the baseline " + b.File
 		return a
 	}
+	if why := b.NotFigures(); why != "" {
+		a.Detail = fmt.Sprintf("the baseline %s is no rate and first token to compare with: %s; pass the result.json of a run that measured them", b.File, why)
+		return a
+	}
 	reg := l.Regression()
 	rate, ft := stats.Median(rates), stats.Median(firstMS)
 	rateChange := (rate - b.Rate) / b.Rate
