@@ -368,7 +368,11 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 		// The baseline's counts decide at the lead, the rule's error; no
 		// count of fewer replies can, and the few replies' median would
 		// fail a serve that did not change as often as noise has it.
-		bad("--baseline with --max-replies %d: the baseline's sign counts need --lead %d replies to decide at the rule's error (docs/measuring.md); pass --max-replies %d or more", most, c.Lead, c.Lead)
+		asked := fmt.Sprint(most)
+		if c.MaxReplies < c.Replies {
+			asked = fmt.Sprintf("%d, raised to --replies %d", c.MaxReplies, c.Replies)
+		}
+		bad("--baseline with --max-replies %s: the baseline's sign counts need --lead %d replies to decide at the rule's error (docs/measuring.md); pass --max-replies %d or more", asked, c.Lead, c.Lead)
 	}
 	if c.FloorFromBaseline != 0 && c.Baseline == "" {
 		bad("--floor-from-baseline %v needs --baseline: the floor is that fraction of the baseline's median rate", c.FloorFromBaseline)

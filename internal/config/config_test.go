@@ -172,7 +172,8 @@ func TestCheckBad(t *testing.T) {
 		{"baseline missing", func(c *Config) { c.Baseline = "/nonexistent/result.json" }, "--baseline: /nonexistent/result.json: no such file or directory; pass the result.json of an earlier run"},
 		{"baseline foreign", func(c *Config) { c.Baseline = file }, "not a result file"},
 		{"baseline with fewer replies than the lead", func(c *Config) { c.Baseline, c.Replies, c.MaxReplies = file, 1, 2 }, "--baseline with --max-replies 2: the baseline's sign counts need --lead 3 replies to decide at the rule's error (docs/measuring.md); pass --max-replies 3 or more"},
-		{"baseline with --replies below a larger lead", func(c *Config) { c.Baseline, c.Replies, c.MaxReplies, c.Lead = file, 4, 1, 5 }, "--baseline with --max-replies 4: the baseline's sign counts need --lead 5 replies"},
+		{"baseline with --replies at --max-replies below the lead", func(c *Config) { c.Baseline, c.Replies, c.MaxReplies = file, 2, 2 }, "--baseline with --max-replies 2: the baseline's sign counts"},
+		{"baseline with --replies below a larger lead", func(c *Config) { c.Baseline, c.Replies, c.MaxReplies, c.Lead = file, 4, 1, 5 }, "--baseline with --max-replies 1, raised to --replies 4: the baseline's sign counts need --lead 5 replies to decide at the rule's error (docs/measuring.md); pass --max-replies 5 or more"},
 		// Absurd numbers: each bounded, named, with what to pass.
 		{"max-tokens at the int64 maximum", func(c *Config) { c.MaxTokens = math.MaxInt64 }, "--max-tokens 9223372036854775807: pass 2 to 8192"},
 		{"max-tokens one above its bound", func(c *Config) { c.MaxTokens = MaxMaxTokens + 1 }, "--max-tokens 8193: pass 2 to 8192"},
