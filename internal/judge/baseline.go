@@ -3,6 +3,7 @@ package judge
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
@@ -103,6 +104,21 @@ func (b Baseline) FirstTokenEnd() float64 {
 		return b.FirstTokenHiMS
 	}
 	return b.FirstTokenMS
+}
+
+// wider says how far from b's medians the row lets a change pass where
+// b's ends lie farther from them than the change allowed, reg, or "" where
+// neither does: the row then tells apart only changes larger than the
+// baseline's own spread.
+func (b Baseline) wider(reg float64) string {
+	var far []string
+	if d := (b.Rate - b.RateEnd()) / b.Rate; d > reg {
+		far = append(far, fmt.Sprintf("a rate %.0f%% below its median", (1-b.RateEnd()*(1-reg)/b.Rate)*100))
+	}
+	if d := (b.FirstTokenEnd() - b.FirstTokenMS) / b.FirstTokenMS; d > reg {
+		far = append(far, fmt.Sprintf("a first token %.0f%% above its median", (b.FirstTokenEnd()*(1+reg)/b.FirstTokenMS-1)*100))
+	}
+	return strings.Join(far, ", ")
 }
 
 // HoldsRate reports whether a rate v holds the baseline at the change

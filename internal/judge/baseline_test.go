@@ -511,3 +511,35 @@ func TestBaselineNotFigures(t *testing.T) {
 		}
 	}
 }
+
+// A baseline whose own replies spread wider than the change allowed (a
+// cold reply among warm ones: 100, 100 and 61 tok/s) holds the run against
+// its slowest, and a drop to 80 tok/s, 20% below its median, passes the
+// row (it passes down to 54.9, 45% below): the row says so, and what to
+// record, rather than pass in silence.
+// At exactly the change allowed it says nothing.
+func TestBaselineWideNotice(t *testing.T) {
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, MaxRegression: ptr(0.10), Lead: 3}
+	run := firsts(exactRates(80, 80, 80), 300, 300, 300)
+	for _, tt := range []struct {
+		name           string
+		rates, firstMS []float64
+		want           string
+	}{
+		{"a cold reply", []float64{100, 100, 61}, []float64{300, 300, 300},
+			"; the baseline's own replies spread wider than the change allowed: the row passes a rate 45% below its median; record the baseline with more replies (docs/measuring.md)"},
+		{"a slow first token", []float64{100, 100, 100}, []float64{300, 300, 450},
+			"; the baseline's own replies spread wider than the change allowed: the row passes a first token 65% above its median; record the baseline with more replies (docs/measuring.md)"},
+		{"both", []float64{100, 100, 61}, []float64{300, 300, 450},
+			"the row passes a rate 45% below its median, a first token 65% above its median; record"},
+		{"the rate's end at the change allowed", []float64{100, 100, 90}, []float64{300, 300, 300}, ""},
+		{"the first token's end at the change allowed", []float64{100, 100, 100}, []float64{300, 300, 330}, ""},
+		{"the rate's end past it", []float64{100, 100, 89.99}, []float64{300, 300, 300}, "the row passes a rate 19% below its median;"},
+		{"the first token's end past it", []float64{100, 100, 100}, []float64{300, 300, 330.01}, "the row passes a first token 21% above its median;"},
+	} {
+		a := judgeBaseline(run, l, BaselineOf("b", tt.rates, tt.firstMS))
+		if got := strings.Contains(a.Detail, "spread wider than the change allowed"); got != (tt.want != "") || !strings.Contains(a.Detail, tt.want) {
+			t.Errorf("%s: judgeBaseline() = %q, want %q", tt.name, a.Detail, tt.want)
+		}
+	}
+}

@@ -401,6 +401,9 @@ func judgeBaseline(replies []measure.Reply, l Limits, b Baseline) Assertion {
 			s.Rate.Text(fmt.Sprintf("%.1f tok/s (%s less %.0f%%)", b.RateEnd()*(1-reg), rateOf, reg*100)),
 			s.FirstToken.Text(fmt.Sprintf("%.0f ms (%s plus %.0f%%)", b.FirstTokenEnd()*(1+reg), ftOf, reg*100)))
 	}
+	if wide := b.wider(reg); wide != "" {
+		a.Detail += "; the baseline's own replies spread wider than the change allowed: the row passes " + wide + "; record the baseline with more replies (docs/measuring.md)"
+	}
 	if !a.OK {
 		a.Detail = strings.Join(worse, " and ") + " by more than allowed: " + a.Detail
 	}
