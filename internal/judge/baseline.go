@@ -70,19 +70,19 @@ func (b Baseline) NotFigures() string {
 	return ""
 }
 
-// bounded reports whether b's intervals bound its medians at BaselineLevel
+// Bounded reports whether b's intervals bound its medians at BaselineLevel
 // and their ends are the conservative side of them; a result.json is
 // untrusted, and ends that are not are not used.
-func (b Baseline) bounded() bool {
+func (b Baseline) Bounded() bool {
 	return b.Coverage >= BaselineLevel && b.RateLo > 0 && b.RateLo <= b.Rate &&
 		b.FirstTokenHiMS >= b.FirstTokenMS && b.FirstTokenHiMS <= math.MaxFloat64
 }
 
-// tooFew reports whether b's replies are known and too few to bound its
+// TooFew reports whether b's replies are known and too few to bound its
 // medians at BaselineLevel: the row then shows the change and judges
 // nothing, as the baseline's noise alone would fail a serve that did not
 // change more than alpha of the time.
-func (b Baseline) tooFew() bool {
+func (b Baseline) TooFew() bool {
 	return b.Replies > 0 && b.Coverage < BaselineLevel
 }
 
@@ -90,7 +90,7 @@ func (b Baseline) tooFew() bool {
 // the lower end of the baseline's median rate's interval when it bounds
 // it, the median otherwise.
 func (b Baseline) RateEnd() float64 {
-	if b.bounded() {
+	if b.Bounded() {
 		return b.RateLo
 	}
 	return b.Rate
@@ -100,7 +100,7 @@ func (b Baseline) RateEnd() float64 {
 // change allowed: the upper end of the baseline's median first token's
 // interval when it bounds it, the median otherwise.
 func (b Baseline) FirstTokenEnd() float64 {
-	if b.bounded() {
+	if b.Bounded() {
 		return b.FirstTokenHiMS
 	}
 	return b.FirstTokenMS

@@ -424,7 +424,7 @@ func TestBaselineEnds(t *testing.T) {
 	} {
 		b := ok
 		tt.edit(&b)
-		if r, f, few := b.RateEnd(), b.FirstTokenEnd(), b.tooFew(); r != tt.rate || f != tt.ft || few != tt.tooFew {
+		if r, f, few := b.RateEnd(), b.FirstTokenEnd(), b.TooFew(); r != tt.rate || f != tt.ft || few != tt.tooFew {
 			t.Errorf("%s: RateEnd, FirstTokenEnd, tooFew = %v, %v, %v; want %v, %v, %v", tt.name, r, f, few, tt.rate, tt.ft, tt.tooFew)
 		}
 	}

@@ -373,7 +373,7 @@ func judgeBaseline(replies []measure.Reply, l Limits, b Baseline) Assertion {
 	ftChange := (ft - b.FirstTokenMS) / b.FirstTokenMS
 	change := fmt.Sprintf("rate %.1f tok/s against %.1f (%+.1f%%), first token %.0f ms against %.0f (%+.1f%%)",
 		rate, b.Rate, rateChange*100, ft, b.FirstTokenMS, ftChange*100)
-	if b.tooFew() {
+	if b.TooFew() {
 		a.OK, a.Info = true, true
 		a.Detail = fmt.Sprintf("%s; not judged: the baseline's %s cannot bound its median at %.0f%%, and its noise alone would fail a serve that did not change more often than alpha; record the baseline with --replies %d or more (docs/measuring.md)",
 			change, repliesText(b.Replies), BaselineLevel*100, BaselineMinReplies)
@@ -390,7 +390,7 @@ func judgeBaseline(replies []measure.Reply, l Limits, b Baseline) Assertion {
 	a.OK = len(worse) == 0
 	a.Detail = fmt.Sprintf("%s; allowed %.0f%%", change, reg*100)
 	rateOf, ftOf := "the baseline's", "the baseline's"
-	if b.bounded() {
+	if b.Bounded() {
 		a.Detail += fmt.Sprintf(" below %.1f tok/s and above %.0f ms, the baseline's median rate and first token at their conservative ends (its %s bound each median at %.0f%%)",
 			b.RateEnd(), b.FirstTokenEnd(), repliesText(b.Replies), b.Coverage*100)
 		rateOf, ftOf = "its low end", "its high end"

@@ -164,7 +164,7 @@ func markdown(r *Result, withTail bool) string {
 	}
 	row("model", Cell(r.Run.Model, 200))
 	if bl := r.Baseline; bl != nil {
-		row("baseline", fmt.Sprintf("%s: median %.1f tok/s, first token %.0f ms; allowed change %.0f%%", Cell(bl.File, 200), bl.Rate, bl.FirstTokenMS, r.Limits.Regression()*100))
+		row("baseline", BaselineText(bl, r.Limits.Regression(), 200))
 	}
 	if ref := r.Reference; ref != nil {
 		row("reference", ReferenceText(ref))
@@ -650,4 +650,21 @@ func Prepare() {
 	Markdown(&r, MarkdownLimit)
 	Console(io.Discard, &r)
 	ReplyBytes(ReplyFile(&measure.Reply{}), &measure.Reply{})
+}
+
+// BaselineText is the baseline as the report's header gives it: its
+// medians and the change allowed, and what each reply is held against,
+// the medians' conservative ends where its replies bound them; where they
+// are too few to, that the baseline is not judged. The file is cut to
+// limit.
+func BaselineText(bl *judge.Baseline, reg float64, limit int) string {
+	head := fmt.Sprintf("%s: median %.1f tok/s, first token %.0f ms", Cell(bl.File, limit), bl.Rate, bl.FirstTokenMS)
+	switch {
+	case bl.TooFew():
+		return fmt.Sprintf("%s; not judged: its %s cannot bound its median at %.0f%%", head, Replies(bl.Replies), judge.BaselineLevel*100)
+	case bl.Bounded():
+		return fmt.Sprintf("%s; allowed change %.0f%% below its low end %.1f tok/s and above its high end %.0f ms (its %s bound each median at %.0f%%)",
+			head, reg*100, bl.RateEnd(), bl.FirstTokenEnd(), Replies(bl.Replies), bl.Coverage*100)
+	}
+	return fmt.Sprintf("%s; allowed change %.0f%%", head, reg*100)
 }
