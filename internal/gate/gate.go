@@ -549,7 +549,7 @@ func stopText(replies []measure.Reply, l judge.Limits, rule judge.Rule) string {
 	counts := fmt.Sprintf("rate %d meet the floor, %d miss it; first token %d meet the limit, %d miss it",
 		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss)
 	decided, which := s.Rate.Decided && s.FirstToken.Decided, "both sign counts"
-	if b := rule.Baseline; b != nil {
+	if b := rule.Baseline; b != nil && !b.TooFew() {
 		bs, _ := judge.BaselineSignsOf(replies, l, *b, rule.Lead)
 		counts += fmt.Sprintf("; against the baseline, rate %d meet its bound, %d miss it; first token %d meet its bound, %d miss it",
 			bs.Rate.Meet, bs.Rate.Miss, bs.FirstToken.Meet, bs.FirstToken.Miss)

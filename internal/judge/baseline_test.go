@@ -316,6 +316,10 @@ func TestRuleStopBaseline(t *testing.T) {
 		{"no baseline", Rule{Lead: 3, Min: 1, Max: 15}, l, firsts(rated(95, 85, 95), 300, 400, 300), true, ""},
 		{"the floor first", rule, l, firsts(rated(95, 50, 95), 300, 400, 300), false, "the rate's signs, 2 meet the floor and 1 miss it"},
 		{"the cap", Rule{Lead: 3, Min: 1, Max: 3, Baseline: b}, l, firsts(rated(95, 85, 95), 300, 300, 300), true, ""},
+		// A baseline of too few replies is not judged: its counts do not
+		// keep the gate asking.
+		{"too few to judge", Rule{Lead: 3, Min: 1, Max: 15, Baseline: &Baseline{Rate: 100, FirstTokenMS: 300, Replies: 2, RateLo: 99, FirstTokenHiMS: 301, Coverage: 0.5}}, l, firsts(rated(95, 85, 95), 300, 400, 300), true, ""},
+		{"enough to judge", Rule{Lead: 3, Min: 1, Max: 15, Baseline: &Baseline{Rate: 100, FirstTokenMS: 300, Replies: 3, RateLo: 100, FirstTokenHiMS: 300, Coverage: 0.75}}, l, firsts(rated(95, 85, 95), 300, 300, 300), false, "the rate's signs against the baseline, 2 meet its bound and 1 miss it"},
 	}
 	for _, tt := range tests {
 		stop, why := tt.rule.Stop(tt.replies, tt.l)

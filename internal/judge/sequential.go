@@ -75,7 +75,9 @@ func (r Rule) undecided(rates, firstMS []float64, l Limits) (name, against strin
 	if !s.FirstToken.Decided {
 		return "the first token's signs", "the limit", s.FirstToken, false
 	}
-	if r.Baseline == nil {
+	if r.Baseline == nil || r.Baseline.TooFew() {
+		// A baseline of too few replies is not judged (TooFew): its counts
+		// decide nothing.
 		return "", "", stats.Count{}, true
 	}
 	b := baselineSigns(rates, firstMS, *r.Baseline, l.Regression(), r.Lead)

@@ -83,6 +83,12 @@ func TestMarkdownSigns(t *testing.T) {
 	if b, _ := json.Marshal(r); !strings.Contains(string(b), `"baseline":{"rate":{"meet":3,"miss":0,"lead":3,"likelihood_ratio":27,"decided":true},"first_token":{"meet":3,"miss":0,`) {
 		t.Errorf("result.json lacks the baseline's signs: %s", b)
 	}
+	// A baseline of too few replies is not judged: no counts against it.
+	r.Baseline = &judge.Baseline{File: "base", Rate: 80, FirstTokenMS: 10000, Replies: 2, RateLo: 79, FirstTokenHiMS: 10001, Coverage: 0.5}
+	r.Judged(judge.Judge(r.Input()))
+	if r.Signs == nil || r.Signs.Baseline != nil || !strings.Contains(Markdown(r, MarkdownLimit), "Both sign counts decided") {
+		t.Errorf("signs with a baseline of 2 replies = %+v, want none against it", r.Signs)
+	}
 	base := judge.Signs{Rate: stats.NewCount(5, 0, 3), FirstToken: stats.NewCount(5, 0, 3)}
 	for _, b := range []judge.BaselineSigns{
 		{Rate: stats.NewCount(3, 2, 3), FirstToken: stats.NewCount(5, 0, 3)},
