@@ -363,6 +363,16 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	if c.Kind == report.KindReference && c.Baseline != "" {
 		bad("--baseline %s: record makes a reference, whose rate and first token are recorded, not judged; leave --baseline out", c.Baseline)
 	}
+	if most := max(c.MaxReplies, c.Replies); c.Baseline != "" && most < c.Lead {
+		// The baseline's counts decide at the lead, the rule's error; no
+		// count of fewer replies can, and the few replies' median would
+		// fail a serve that did not change as often as noise has it.
+		asked := fmt.Sprint(most)
+		if c.MaxReplies < c.Replies {
+			asked = fmt.Sprintf("%d, raised to --replies %d", c.MaxReplies, c.Replies)
+		}
+		bad("--baseline with --max-replies %s: the baseline's sign counts need --lead %d replies to decide at the rule's error (docs/measuring.md); pass --max-replies %d or more", asked, c.Lead, c.Lead)
+	}
 	if c.FloorFromBaseline != 0 && c.Baseline == "" {
 		bad("--floor-from-baseline %v needs --baseline: the floor is that fraction of the baseline's median rate", c.FloorFromBaseline)
 	}
@@ -531,7 +541,11 @@ func LoadBaseline(path string, l judge.Limits) (*judge.Baseline, error) {
 	if len(rates) == 0 || len(firstMS) == 0 {
 		return nil, fmt.Errorf("--baseline %s holds no decode rate and first token to compare with (verdict %s); pass a run that measured some", path, r.Verdict)
 	}
-	return &judge.Baseline{File: path, Rate: stats.Median(rates), FirstTokenMS: stats.Median(firstMS)}, nil
+	b := judge.BaselineOf(path, rates, firstMS)
+	if why := b.NotFigures(); why != "" {
+		return nil, fmt.Errorf("--baseline %s is no rate and first token to compare with: %s; pass the result.json of a run that measured them", path, why)
+	}
+	return &b, nil
 }
 
 // checkOut makes sure the out directory can be written and holds no earlier

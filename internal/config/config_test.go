@@ -171,6 +171,9 @@ func TestCheckBad(t *testing.T) {
 		{"max-regression NaN", func(c *Config) { c.MaxRegression = nan() }, "--max-regression NaN"},
 		{"baseline missing", func(c *Config) { c.Baseline = "/nonexistent/result.json" }, "--baseline: /nonexistent/result.json: no such file or directory; pass the result.json of an earlier run"},
 		{"baseline foreign", func(c *Config) { c.Baseline = file }, "not a result file"},
+		{"baseline with fewer replies than the lead", func(c *Config) { c.Baseline, c.Replies, c.MaxReplies = file, 1, 2 }, "--baseline with --max-replies 2: the baseline's sign counts need --lead 3 replies to decide at the rule's error (docs/measuring.md); pass --max-replies 3 or more"},
+		{"baseline with --replies at --max-replies below the lead", func(c *Config) { c.Baseline, c.Replies, c.MaxReplies = file, 2, 2 }, "--baseline with --max-replies 2: the baseline's sign counts"},
+		{"baseline with --replies below a larger lead", func(c *Config) { c.Baseline, c.Replies, c.MaxReplies, c.Lead = file, 4, 1, 5 }, "--baseline with --max-replies 1, raised to --replies 4: the baseline's sign counts need --lead 5 replies to decide at the rule's error (docs/measuring.md); pass --max-replies 5 or more"},
 		// Absurd numbers: each bounded, named, with what to pass.
 		{"max-tokens at the int64 maximum", func(c *Config) { c.MaxTokens = math.MaxInt64 }, "--max-tokens 9223372036854775807: pass 2 to 8192"},
 		{"max-tokens one above its bound", func(c *Config) { c.MaxTokens = MaxMaxTokens + 1 }, "--max-tokens 8193: pass 2 to 8192"},
@@ -246,6 +249,15 @@ func TestBaselineLoads(t *testing.T) {
 	if b.File != goodFile || b.Rate != 100 || b.FirstTokenMS != 300 {
 		t.Errorf("LoadBaseline() = %+v, want the medians 100 tok/s and 300 ms", b)
 	}
+	if b.Replies != 3 || b.Coverage != 0.75 || b.FirstTokenHiMS != 350 {
+		t.Errorf("LoadBaseline() = %+v, want its 3 replies' range at 75%%, the first token's high end 350 ms", b)
+	}
+	// An edited file's first token below 0 would hold every reply's.
+	negative := write("negative.json", `{"schema": "npu-serve-smoke/v1", "verdict": "pass", "replies": [
+		{"n": 1, "first_ms": -5, "last_ms": 1265, "completion_tokens": 128, "content": "x"}]}`)
+	if _, err := LoadBaseline(negative, c.Limits()); err == nil || err.Error() != "--baseline "+negative+" is no rate and first token to compare with: its median rate 100.0 tok/s and first token -5 ms; pass the result.json of a run that measured them" {
+		t.Errorf("LoadBaseline(a first token of -5 ms) = %v", err)
+	}
 	empty := write("empty.json", `{"schema": "npu-serve-smoke/v1", "verdict": "fail", "replies": []}`)
 	if _, err := LoadBaseline(empty, c.Limits()); err == nil || !strings.Contains(err.Error(), "holds no decode rate and first token to compare with (verdict fail)") {
 		t.Errorf("LoadBaseline(no replies) = %v", err)
@@ -265,6 +277,16 @@ func TestBaselineLoads(t *testing.T) {
 	p, err := cfg.Check(found("llama-server"))
 	if err != nil || p.Baseline == nil || p.Baseline.Rate != 100 {
 		t.Errorf("Check() with a baseline = %+v, %v", p, err)
+	}
+	// As many replies as the lead can decide the baseline's counts, and
+	// --replies raises --max-replies to itself.
+	for _, n := range [][2]int{{1, 3}, {3, 1}} {
+		cfg := cfg
+		cfg.Out = filepath.Join(t.TempDir(), "out")
+		cfg.Replies, cfg.MaxReplies = n[0], n[1]
+		if _, err := cfg.Check(found("llama-server")); err != nil {
+			t.Errorf("Check(--baseline --replies %d --max-replies %d) = %v, want no error at --lead 3", n[0], n[1], err)
+		}
 	}
 	if l := cfg.Limits(); l.Regression() != 0.10 {
 		t.Errorf("Limits().Regression() = %v, want 0.10 from 10%%", l.Regression())

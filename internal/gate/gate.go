@@ -464,8 +464,9 @@ func (g *Gate) prober(base string) *probe.Prober {
 // askAll asks the warm-up requests, then judged replies until the
 // sequential rule stops: at least --replies, then until the rate's and the
 // first token's sign counts have both decided (one side leads the other by
-// --lead), or a reply failed, or --max-replies were asked. A serve far from
-// its limits costs --lead replies.
+// --lead), and with --baseline their counts against the baseline's bounds
+// too, or a reply failed, or --max-replies were asked. A serve far from its
+// limits costs --lead replies.
 func (g *Gate) askAll(res *report.Result, a *asker) (e *energyRun) {
 	p := g.Plan
 	for n := 1; n <= p.Warmup; n++ {
@@ -486,7 +487,7 @@ func (g *Gate) askAll(res *report.Result, a *asker) (e *energyRun) {
 	// rounds, if any: finishEnergy stops it).
 	e = g.startEnergy(a.ctx, res)
 	defer g.idleAfter(a.ctx, res, e)
-	rule := judge.Rule{Lead: p.Lead, Min: p.Replies, Max: res.Extra.Max}
+	rule := judge.Rule{Lead: p.Lead, Min: p.Replies, Max: res.Extra.Max, Baseline: res.Baseline}
 	w := g.witnessFirst(a)
 	defer g.witnessLast(res, a, w)
 	for n := 1; ; n++ {
@@ -547,11 +548,18 @@ func stopText(replies []measure.Reply, l judge.Limits, rule judge.Rule) string {
 	s, complete := judge.SignsOf(replies, l, rule.Lead)
 	counts := fmt.Sprintf("rate %d meet the floor, %d miss it; first token %d meet the limit, %d miss it",
 		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss)
+	decided, which := s.Rate.Decided && s.FirstToken.Decided, "both sign counts"
+	if b := rule.Baseline; b != nil && !b.TooFew() {
+		bs, _ := judge.BaselineSignsOf(replies, l, *b, rule.Lead)
+		counts += fmt.Sprintf("; against the baseline, rate %d meet its bound, %d miss it; first token %d meet its bound, %d miss it",
+			bs.Rate.Meet, bs.Rate.Miss, bs.FirstToken.Meet, bs.FirstToken.Miss)
+		decided, which = decided && bs.Rate.Decided && bs.FirstToken.Decided, "the four sign counts"
+	}
 	switch {
 	case !complete:
 		return fmt.Sprintf("stopped after %s: a reply failed", report.Replies(len(replies)))
-	case s.Rate.Decided && s.FirstToken.Decided:
-		return fmt.Sprintf("stopped after %s: both sign counts decided (%s; --lead %d)", report.Replies(len(replies)), counts, rule.Lead)
+	case decided:
+		return fmt.Sprintf("stopped after %s: %s decided (%s; --lead %d)", report.Replies(len(replies)), which, counts, rule.Lead)
 	case rule.Max < rule.Lead:
 		return fmt.Sprintf("stopped at --max-replies %d, fewer than --lead %d: no count could decide, the median decides (%s)", rule.Max, rule.Lead, counts)
 	default:

@@ -16,6 +16,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
@@ -418,5 +419,22 @@ func BenchmarkLogprobsRate(b *testing.B) {
 				b.ReportMetric(first, "first-ms")
 			})
 		}
+	}
+}
+
+// With a baseline of too few replies, which is not judged, the last line
+// speaks of the two counts that decided, not of four.
+func TestStopTextTooFew(t *testing.T) {
+	l := judge.Limits{Floor: 60, FirstTokenMS: 600, RateSource: judge.RateServer, MaxRegression: new(float64)}
+	*l.MaxRegression = 0.10
+	var replies []measure.Reply
+	for i, rate := range []float64{95, 85, 95} {
+		first, last := 100.0, 200.0
+		replies = append(replies, measure.Reply{N: i + 1, Content: "x", FirstMS: &first, LastMS: &last, Server: &measure.ServerTimings{PredictedPerSecond: rate}})
+	}
+	few := &judge.Baseline{Rate: 100, FirstTokenMS: 150, Replies: 2, RateLo: 99, FirstTokenHiMS: 151, Coverage: 0.5}
+	got := stopText(replies, l, judge.Rule{Lead: 3, Min: 1, Max: 15, Baseline: few})
+	if want := "stopped after 3 replies: both sign counts decided (rate 3 meet the floor, 0 miss it; first token 3 meet the limit, 0 miss it; --lead 3)"; got != want {
+		t.Errorf("stopText(a baseline of 2 replies) = %q, want %q", got, want)
 	}
 }

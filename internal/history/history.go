@@ -32,7 +32,6 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
-	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 )
 
@@ -536,7 +535,11 @@ func Baseline(res *report.Result, from string, l judge.Limits) (*judge.Baseline,
 	if len(rates) == 0 || len(firstMS) == 0 {
 		return nil, &Unusable{fmt.Sprintf("%s holds no decode rate and first token to compare with (verdict %s)", from, res.Verdict)}
 	}
-	return &judge.Baseline{File: from, Rate: stats.Median(rates), FirstTokenMS: stats.Median(firstMS)}, nil
+	b := judge.BaselineOf(from, rates, firstMS)
+	if why := b.NotFigures(); why != "" {
+		return nil, &Unusable{fmt.Sprintf("%s is no rate and first token to compare with: %s", from, why)}
+	}
+	return &b, nil
 }
 
 // artifact finds the artifact named name among run's, listed once a run.

@@ -134,6 +134,8 @@ func TestResult(t *testing.T) {
 		{name: "a link", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: "/etc/passwd", link: true})}, pattern: "release/**", want: `the entry "result.json" is not a regular file`},
 		{name: "an entry twice", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)}, entry{name: "result.json", body: result("Qwen3-0.6B", check)})}, pattern: "release/**", want: `the entry "result.json" is in the archive twice; refused`},
 		{name: "an entry twice, spelled apart", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)}, entry{name: "./result.json", body: result("Qwen3-8B", check)})}, pattern: "release/**", want: `the entry "result.json" is in the archive twice; refused`},
+		{name: "a first token below 0", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: strings.NewReplacer(`"first_ms": 250`, `"first_ms": -5`, `"first_ms": 300`, `"first_ms": -5`).Replace(result("Qwen3-0.6B", check))})}, pattern: "release/**",
+			want: "unusable: https://github.com/acme/serve/actions/runs/3 is no rate and first token to compare with: its median rate 80.6 tok/s and first token -5 ms"},
 		{name: "no result.json", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "serve.log", body: "x"})}, pattern: "release/**", want: "holds no result.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,7 +154,8 @@ func TestResult(t *testing.T) {
 				return Baseline(res, run.URL, judge.Limits{RateSource: judge.RateClient})
 			}()
 			if tc.want == "" {
-				want := &judge.Baseline{File: "https://github.com/acme/serve/actions/runs/3", Rate: 100, FirstTokenMS: 300}
+				want := &judge.Baseline{File: "https://github.com/acme/serve/actions/runs/3", Rate: 100, FirstTokenMS: 300,
+					Replies: 3, RateLo: 50, FirstTokenHiMS: 350, Coverage: 0.75}
 				if err != nil || !cmp.Equal(got, want) {
 					t.Errorf("baseline = %+v, %v; want %+v", got, err, want)
 				}

@@ -94,6 +94,17 @@ type Baseline struct {
 	File         string  `json:"file"`
 	Rate         float64 `json:"rate"`           // median decode rate, tok/s
 	FirstTokenMS float64 `json:"first_token_ms"` // median first token, ms
+	// Replies is how many replies the medians are of (the fewer of its
+	// rates and first tokens); 0 when they are not known (a result.json
+	// written before they were kept), and the medians are then the bounds.
+	Replies int `json:"replies,omitempty"`
+	// RateLo and FirstTokenHiMS are the conservative ends of the medians'
+	// order-statistic intervals at Coverage, the least of the two's
+	// (BaselineLevel or more when Replies is 3 or more): the rate's lower
+	// end, the first token's upper one.
+	RateLo         float64 `json:"rate_lo,omitempty"`
+	FirstTokenHiMS float64 `json:"first_token_hi_ms,omitempty"`
+	Coverage       float64 `json:"coverage,omitempty"`
 }
 
 // Reference is a trusted route's replies to the same prompts (the CPU build,
@@ -352,19 +363,47 @@ func judgeBaseline(replies []measure.Reply, l Limits, b Baseline) Assertion {
 		a.Detail = "no rate or first token to compare with the baseline " + b.File
 		return a
 	}
+	if why := b.NotFigures(); why != "" {
+		a.Detail = fmt.Sprintf("the baseline %s is no rate and first token to compare with: %s; pass the result.json of a run that measured them", b.File, why)
+		return a
+	}
+	reg := l.Regression()
 	rate, ft := stats.Median(rates), stats.Median(firstMS)
 	rateChange := (rate - b.Rate) / b.Rate
 	ftChange := (ft - b.FirstTokenMS) / b.FirstTokenMS
+	change := fmt.Sprintf("rate %.1f tok/s against %.1f (%+.1f%%), first token %.0f ms against %.0f (%+.1f%%)",
+		rate, b.Rate, rateChange*100, ft, b.FirstTokenMS, ftChange*100)
+	if b.TooFew() {
+		a.OK, a.Info = true, true
+		a.Detail = fmt.Sprintf("%s; not judged: the baseline's %s cannot bound its median at %.0f%%, and its noise alone would fail a serve that did not change more often than alpha; record the baseline with --replies %d or more (docs/measuring.md)",
+			change, repliesText(b.Replies), BaselineLevel*100, BaselineMinReplies)
+		return a
+	}
+	rateOK, ftOK := baselineHeld(rates, firstMS, b, reg)
 	var worse []string
-	if rateChange < -l.Regression() {
+	if !rateOK {
 		worse = append(worse, "the rate fell")
 	}
-	if ftChange > l.Regression() {
+	if !ftOK {
 		worse = append(worse, "the first token rose")
 	}
 	a.OK = len(worse) == 0
-	a.Detail = fmt.Sprintf("rate %.1f tok/s against %.1f (%+.1f%%), first token %.0f ms against %.0f (%+.1f%%); allowed %.0f%%",
-		rate, b.Rate, rateChange*100, ft, b.FirstTokenMS, ftChange*100, l.Regression()*100)
+	a.Detail = fmt.Sprintf("%s; allowed %.0f%%", change, reg*100)
+	rateOf, ftOf := "the baseline's", "the baseline's"
+	if b.Bounded() {
+		a.Detail += fmt.Sprintf(" below %.1f tok/s and above %.0f ms, the baseline's median rate and first token at their conservative ends (its %s bound each median at %.0f%%)",
+			b.RateEnd(), b.FirstTokenEnd(), repliesText(b.Replies), b.Coverage*100)
+		rateOf, ftOf = "its low end", "its high end"
+	}
+	if l.Lead > 0 {
+		s := baselineSigns(rates, firstMS, b, reg, l.Lead)
+		a.Detail += fmt.Sprintf("; rate: %s; first token: %s",
+			s.Rate.Text(fmt.Sprintf("%.1f tok/s (%s less %.0f%%)", b.RateEnd()*(1-reg), rateOf, reg*100)),
+			s.FirstToken.Text(fmt.Sprintf("%.0f ms (%s plus %.0f%%)", b.FirstTokenEnd()*(1+reg), ftOf, reg*100)))
+	}
+	if wide := b.wider(reg); wide != "" {
+		a.Detail += "; the baseline's own replies spread wider than the change allowed: the row passes " + wide + "; record the baseline with more replies (docs/measuring.md)"
+	}
 	if !a.OK {
 		a.Detail = strings.Join(worse, " and ") + " by more than allowed: " + a.Detail
 	}

@@ -7,10 +7,12 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 )
 
-// Signs are the rate's and the first token's counts.
+// Signs are the rate's and the first token's counts, and with a baseline
+// their counts against its bounds.
 type Signs struct {
-	Rate       stats.Count `json:"rate"`
-	FirstToken stats.Count `json:"first_token"`
+	Rate       stats.Count    `json:"rate"`
+	FirstToken stats.Count    `json:"first_token"`
+	Baseline   *BaselineSigns `json:"baseline,omitempty"`
 }
 
 // SignsOf counts the replies' signs at lead: a rate meets the floor when it
@@ -19,17 +21,26 @@ type Signs struct {
 // no rate or no first token.
 func SignsOf(replies []measure.Reply, l Limits, lead int) (s Signs, complete bool) {
 	rates, firstMS, complete := Figures(replies, l)
-	s.Rate = stats.CountOf(rates, func(v float64) bool { return v >= l.Floor }, lead)
-	s.FirstToken = stats.CountOf(firstMS, func(v float64) bool { return v <= l.FirstTokenMS }, lead)
-	return s, complete
+	return signsOf(rates, firstMS, l, lead), complete
+}
+
+func signsOf(rates, firstMS []float64, l Limits, lead int) Signs {
+	return Signs{
+		Rate:       stats.CountOf(rates, func(v float64) bool { return v >= l.Floor }, lead),
+		FirstToken: stats.CountOf(firstMS, func(v float64) bool { return v <= l.FirstTokenMS }, lead),
+	}
 }
 
 // Rule is when the gate stops asking: once both counts lead by Lead, and
-// never before Min replies nor after Max.
+// with a baseline its two counts as well, and never before Min replies nor
+// after Max.
 type Rule struct {
 	Lead int // --lead
 	Min  int // --replies
 	Max  int // --max-replies, at least Min
+	// Baseline adds the counts against the baseline's bounds (--baseline),
+	// at the change Limits allow: the gate asks on until they decide too.
+	Baseline *Baseline
 }
 
 // Stop says whether the gate stops after the replies so far, and when it
@@ -43,17 +54,40 @@ func (r Rule) Stop(replies []measure.Reply, l Limits) (stop bool, why string) {
 	if n < r.Min {
 		return false, fmt.Sprintf("--replies %d", r.Min)
 	}
-	s, complete := SignsOf(replies, l, r.Lead)
+	rates, firstMS, complete := Figures(replies, l)
 	if !complete {
 		return true, ""
 	}
-	if !s.Rate.Decided {
-		return false, fmt.Sprintf("the rate's signs, %d meet the floor and %d miss it, lead by less than %d", s.Rate.Meet, s.Rate.Miss, r.Lead)
-	}
-	if !s.FirstToken.Decided {
-		return false, fmt.Sprintf("the first token's signs, %d meet the limit and %d miss it, lead by less than %d", s.FirstToken.Meet, s.FirstToken.Miss, r.Lead)
+	if name, against, c, ok := r.undecided(rates, firstMS, l); !ok {
+		return false, fmt.Sprintf("%s, %d meet %s and %d miss it, lead by less than %d", name, c.Meet, against, c.Miss, r.Lead)
 	}
 	return true, ""
+}
+
+// undecided is the first of the rule's counts on the figures that has not
+// decided, named, with what its figures are held against; ok when all
+// have.
+func (r Rule) undecided(rates, firstMS []float64, l Limits) (name, against string, c stats.Count, ok bool) {
+	s := signsOf(rates, firstMS, l, r.Lead)
+	if !s.Rate.Decided {
+		return "the rate's signs", "the floor", s.Rate, false
+	}
+	if !s.FirstToken.Decided {
+		return "the first token's signs", "the limit", s.FirstToken, false
+	}
+	if r.Baseline == nil || r.Baseline.TooFew() {
+		// A baseline of too few replies is not judged (TooFew): its counts
+		// decide nothing.
+		return "", "", stats.Count{}, true
+	}
+	b := baselineSigns(rates, firstMS, *r.Baseline, l.Regression(), r.Lead)
+	if !b.Rate.Decided {
+		return "the rate's signs against the baseline", "its bound", b.Rate, false
+	}
+	if !b.FirstToken.Decided {
+		return "the first token's signs against the baseline", "its bound", b.FirstToken, false
+	}
+	return "", "", stats.Count{}, true
 }
 
 // Stops is the rule on one count: whether it stops after meet replies that

@@ -164,7 +164,7 @@ func markdown(r *Result, withTail bool) string {
 	}
 	row("model", Cell(r.Run.Model, 200))
 	if bl := r.Baseline; bl != nil {
-		row("baseline", fmt.Sprintf("%s: median %.1f tok/s, first token %.0f ms; allowed change %.0f%%", Cell(bl.File, 200), bl.Rate, bl.FirstTokenMS, r.Limits.Regression()*100))
+		row("baseline", BaselineText(bl, r.Limits.Regression(), 200))
 	}
 	if ref := r.Reference; ref != nil {
 		row("reference", ReferenceText(ref))
@@ -226,8 +226,13 @@ func IntervalText(iv *stats.Interval, prec int) string {
 // median then decides, "close to" its limit; "undecided" when fewer replies
 // were asked than the lead, which no count of them can reach.
 func SignsText(s *judge.Signs, n, maxReplies int) string {
-	counts := fmt.Sprintf("rate: %d meet the floor, %d miss it; first token: %d meet the limit, %d miss it; --lead %d",
-		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss, s.Rate.Lead)
+	counts := fmt.Sprintf("rate: %d meet the floor, %d miss it; first token: %d meet the limit, %d miss it",
+		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss)
+	if b := s.Baseline; b != nil {
+		counts += fmt.Sprintf("; against the baseline, rate: %d meet its bound, %d miss it; first token: %d meet its bound, %d miss it",
+			b.Rate.Meet, b.Rate.Miss, b.FirstToken.Meet, b.FirstToken.Miss)
+	}
+	counts += fmt.Sprintf("; --lead %d", s.Rate.Lead)
 	if s.Rate.Meet+s.Rate.Miss < n || s.FirstToken.Meet+s.FirstToken.Miss < n {
 		// The gate stopped at a reply without a figure: that failure,
 		// not the median, decides.
@@ -240,8 +245,15 @@ func SignsText(s *judge.Signs, n, maxReplies int) string {
 	if !s.FirstToken.Decided {
 		close = append(close, "the first-token limit")
 	}
+	decided := "Both sign counts"
+	if b := s.Baseline; b != nil {
+		decided = "The four sign counts"
+		if !b.Rate.Decided || !b.FirstToken.Decided {
+			close = append(close, "the baseline's bounds")
+		}
+	}
 	if len(close) == 0 {
-		return fmt.Sprintf("Both sign counts decided (%s).", counts)
+		return fmt.Sprintf("%s decided (%s).", decided, counts)
 	}
 	if n < s.Rate.Lead {
 		// No count of n replies reaches the lead: nothing says the serve
@@ -638,4 +650,21 @@ func Prepare() {
 	Markdown(&r, MarkdownLimit)
 	Console(io.Discard, &r)
 	ReplyBytes(ReplyFile(&measure.Reply{}), &measure.Reply{})
+}
+
+// BaselineText is the baseline as the report's header gives it: its
+// medians and the change allowed, and what each reply is held against,
+// the medians' conservative ends where its replies bound them; where they
+// are too few to, that the baseline is not judged. The file is cut to
+// limit.
+func BaselineText(bl *judge.Baseline, reg float64, limit int) string {
+	head := fmt.Sprintf("%s: median %.1f tok/s, first token %.0f ms", Cell(bl.File, limit), bl.Rate, bl.FirstTokenMS)
+	switch {
+	case bl.TooFew():
+		return fmt.Sprintf("%s; not judged: its %s cannot bound its median at %.0f%%", head, Replies(bl.Replies), judge.BaselineLevel*100)
+	case bl.Bounded():
+		return fmt.Sprintf("%s; allowed change %.0f%% below its low end %.1f tok/s and above its high end %.0f ms (its %s bound each median at %.0f%%)",
+			head, reg*100, bl.RateEnd(), bl.FirstTokenEnd(), Replies(bl.Replies), bl.Coverage*100)
+	}
+	return fmt.Sprintf("%s; allowed change %.0f%%", head, reg*100)
 }

@@ -325,6 +325,25 @@ func TestMarkdownStabilityBaselineChart(t *testing.T) {
 			t.Errorf("Markdown() lacks %q:\n%s", want, md)
 		}
 	}
+	// A baseline that holds its replies says what each reply is held
+	// against: its medians' conservative ends, not the medians the chart
+	// draws; one of too few replies, that it is not judged.
+	bounded := judge.BaselineOf("base/result.json", []float64{90, 95.04, 99}, []float64{250, 260, 280})
+	few := judge.BaselineOf("base/result.json", []float64{90, 95.04}, []float64{250, 260})
+	for _, tt := range []struct {
+		b    judge.Baseline
+		want string
+	}{
+		{bounded, "| baseline | base/result.json: median 95.0 tok/s, first token 260 ms; allowed change 10% below its low end 90.0 tok/s and above its high end 280 ms (its 3 replies bound each median at 75%) |"},
+		{few, "| baseline | base/result.json: median 92.5 tok/s, first token 255 ms; not judged: its 2 replies cannot bound its median at 75% |"},
+	} {
+		rc := *r
+		rc.Baseline = &tt.b
+		rc.Judged(judge.Judge(rc.Input()))
+		if md := Markdown(&rc, MarkdownLimit); !strings.Contains(md, tt.want) {
+			t.Errorf("Markdown() lacks %q:\n%s", tt.want, md)
+		}
+	}
 	// A reply without a rate is a bar at 0, not a gap that shifts the rest.
 	r.Replies[1].FirstMS = nil
 	if md := Markdown(r, MarkdownLimit); !strings.Contains(md, "bar [100, 0, 100,") {

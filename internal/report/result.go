@@ -116,6 +116,10 @@ func (r *Result) SetIntervals() {
 	r.Signs = nil
 	if r.Limits.Lead > 0 && len(r.Replies) > 0 {
 		s, _ := judge.SignsOf(r.Replies, r.Limits, r.Limits.Lead)
+		if r.Baseline != nil && !r.Baseline.TooFew() {
+			b, _ := judge.BaselineSignsOf(r.Replies, r.Limits, *r.Baseline, r.Limits.Lead)
+			s.Baseline = &b
+		}
 		r.Signs = &s
 	}
 }

@@ -70,6 +70,37 @@ func TestMarkdownSigns(t *testing.T) {
 		t.Errorf("SignsText(a reply without a first token) = %q", got)
 	}
 
+	// With a baseline, its two counts: in result.json, and in the
+	// headline, decided or close to its bounds.
+	r.Limits.FirstTokenMS, r.Limits.Floor = 600, 60
+	r.Baseline = &judge.Baseline{File: "base", Rate: 80, FirstTokenMS: 10000}
+	r.Judged(judge.Judge(r.Input()))
+	md = Markdown(r, MarkdownLimit)
+	want = "The four sign counts decided (rate: 3 meet the floor, 0 miss it; first token: 3 meet the limit, 0 miss it; against the baseline, rate: 3 meet its bound, 0 miss it; first token: 3 meet its bound, 0 miss it; --lead 3)."
+	if !strings.Contains(md, want) {
+		t.Errorf("Markdown() with a baseline lacks %q:\n%s", want, md)
+	}
+	if b, _ := json.Marshal(r); !strings.Contains(string(b), `"baseline":{"rate":{"meet":3,"miss":0,"lead":3,"likelihood_ratio":27,"decided":true},"first_token":{"meet":3,"miss":0,`) {
+		t.Errorf("result.json lacks the baseline's signs: %s", b)
+	}
+	// A baseline of too few replies is not judged: no counts against it.
+	r.Baseline = &judge.Baseline{File: "base", Rate: 80, FirstTokenMS: 10000, Replies: 2, RateLo: 79, FirstTokenHiMS: 10001, Coverage: 0.5}
+	r.Judged(judge.Judge(r.Input()))
+	if r.Signs == nil || r.Signs.Baseline != nil || !strings.Contains(Markdown(r, MarkdownLimit), "Both sign counts decided") {
+		t.Errorf("signs with a baseline of 2 replies = %+v, want none against it", r.Signs)
+	}
+	base := judge.Signs{Rate: stats.NewCount(5, 0, 3), FirstToken: stats.NewCount(5, 0, 3)}
+	for _, b := range []judge.BaselineSigns{
+		{Rate: stats.NewCount(3, 2, 3), FirstToken: stats.NewCount(5, 0, 3)},
+		{Rate: stats.NewCount(5, 0, 3), FirstToken: stats.NewCount(3, 2, 3)},
+	} {
+		s := base
+		s.Baseline = &b
+		if got := SignsText(&s, 5, 5); !strings.HasPrefix(got, "Close to the baseline's bounds: the sign counts did not decide in 5 replies (at most 5)") {
+			t.Errorf("SignsText(the baseline's counts %+v) = %q", b, got)
+		}
+	}
+
 	// A run made before the rule: no signs, no seed.
 	old := sample()
 	if old.Signs != nil || strings.Contains(Markdown(old, MarkdownLimit), "sign counts decided") {

@@ -52,10 +52,12 @@ const Level = 0.95
 // MedianInterval is the order-statistics interval of xs' median at Level.
 // ok is false when xs is empty.
 func MedianInterval(xs []float64) (iv Interval, ok bool) {
-	return medianInterval(xs, Level)
+	return MedianIntervalAt(xs, Level)
 }
 
-func medianInterval(xs []float64, level float64) (Interval, bool) {
+// MedianIntervalAt is the order-statistics interval of xs' median at level.
+// ok is false when xs is empty.
+func MedianIntervalAt(xs []float64, level float64) (iv Interval, ok bool) {
 	n := len(xs)
 	if n == 0 {
 		return Interval{}, false

@@ -40,8 +40,8 @@ func TestMedianInterval(t *testing.T) {
 		t.Error("MedianInterval(nil) is ok")
 	}
 	// A level met exactly is met: nine figures reach 1-20/512 with k=2.
-	if iv, _ := medianInterval(seq(9), 1-20.0/512); iv.Lo != 2 || iv.Hi != 8 {
-		t.Errorf("medianInterval(n=9, its own k=2 coverage) = %+v, want [2, 8]", iv)
+	if iv, _ := MedianIntervalAt(seq(9), 1-20.0/512); iv.Lo != 2 || iv.Hi != 8 {
+		t.Errorf("MedianIntervalAt(n=9, its own k=2 coverage) = %+v, want [2, 8]", iv)
 	}
 	// The coverage never falls below the level once there are six figures.
 	for n := 6; n <= 60; n++ {
