@@ -252,10 +252,11 @@ func TestBaselineLoads(t *testing.T) {
 	if b.Replies != 3 || b.Coverage != 0.75 || b.FirstTokenHiMS != 350 {
 		t.Errorf("LoadBaseline() = %+v, want its 3 replies' range at 75%%, the first token's high end 350 ms", b)
 	}
-	// An edited file's first token below 0 would hold every reply's.
+	// An edited file's first token below 0 would hold every reply's: the
+	// file is refused when it is read (report.Read's ranges).
 	negative := write("negative.json", `{"schema": "npu-serve-smoke/v1", "verdict": "pass", "replies": [
 		{"n": 1, "first_ms": -5, "last_ms": 1265, "completion_tokens": 128, "content": "x"}]}`)
-	if _, err := LoadBaseline(negative, c.Limits()); err == nil || err.Error() != "--baseline "+negative+" is no rate and first token to compare with: its median rate 100.0 tok/s and first token -5 ms; pass the result.json of a run that measured them" {
+	if _, err := LoadBaseline(negative, c.Limits()); err == nil || !strings.Contains(err.Error(), "replies[0].first_ms is -5, below 0; it is not a file the gate wrote, refused") {
 		t.Errorf("LoadBaseline(a first token of -5 ms) = %v", err)
 	}
 	empty := write("empty.json", `{"schema": "npu-serve-smoke/v1", "verdict": "fail", "replies": []}`)

@@ -85,11 +85,11 @@ func trustWitness(res *report.Result, t Trusted) {
 	case w == nil:
 		w = &route.Witness{}
 		if known {
-			w.Cut = noWitness
+			w.Absent = noWitness
 		}
 		res.Witness = w
 	case known && w.Processes <= 0 && w.NotRead == "":
-		w.Cut = emptyWitness
+		w.Absent = emptyWitness
 	}
 	w.Devices, w.Libraries, w.Binary = slices.Clone(t.Devices), slices.Clone(t.Libraries), t.Binary
 	// What the run saw held and mapped, of these classes only: the

@@ -135,7 +135,7 @@ func TestResult(t *testing.T) {
 		{name: "an entry twice", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-8B", check)}, entry{name: "result.json", body: result("Qwen3-0.6B", check)})}, pattern: "release/**", want: `the entry "result.json" is in the archive twice; refused`},
 		{name: "an entry twice, spelled apart", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)}, entry{name: "./result.json", body: result("Qwen3-8B", check)})}, pattern: "release/**", want: `the entry "result.json" is in the archive twice; refused`},
 		{name: "a first token below 0", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: strings.NewReplacer(`"first_ms": 250`, `"first_ms": -5`, `"first_ms": 300`, `"first_ms": -5`).Replace(result("Qwen3-0.6B", check))})}, pattern: "release/**",
-			want: "unusable: https://github.com/acme/serve/actions/runs/3 is no rate and first token to compare with: its median rate 80.6 tok/s and first token -5 ms"},
+			want: "replies[0].first_ms is -5, below 0; replies[1].first_ms is -5, below 0; it is not a file the gate wrote, refused"},
 		{name: "no result.json", art: fakegithub.Artifact{Zip: zipOf(t, entry{name: "serve.log", body: "x"})}, pattern: "release/**", want: "holds no result.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -70,6 +70,11 @@ type Witness struct {
 	// Cut says what the bounds left unread (a sample's time, processes,
 	// lines of maps), and which of what was seen were kept.
 	Cut string `json:"cut,omitempty"`
+	// Absent says why a run's witnesses are taken as having seen nothing
+	// when it is judged again (its result.json's witness section deleted
+	// or emptied): unlike Cut, it keeps no PASS on the log's word. Set
+	// only when a run is read back, never written.
+	Absent string `json:"-"`
 
 	// Usage is the device memory and engine time the serve's processes
 	// used over the judged replies, by source; NoUsage says why a source
@@ -179,7 +184,7 @@ func (w *Witness) weigh(a Verdict, ev Evidence) Verdict {
 			w.seen(), len(w.Unread), some(w.Unread, maxListed))
 		return a
 	}
-	if a.OK && !took && w.Cut != "" {
+	if a.OK && !took && w.Cut != "" && w.Absent == "" {
 		a.Detail += "; witnesses: not witnessed: " + w.seen() + ": what was left unread may hold what the rest does not: the verdict rests on the log"
 		return a
 	}
@@ -242,6 +247,9 @@ func (w *Witness) seen() string {
 	}
 	if w.Cut != "" {
 		s += "; " + clip(w.Cut)
+	}
+	if w.Absent != "" {
+		s += "; " + clip(w.Absent)
 	}
 	return s
 }

@@ -86,6 +86,11 @@ func TestRouteWitnessed(t *testing.T) {
 			fastQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*); c`},
 		{"slow words, past a healthy size: slow, said as the slow route's", slowEv, npuWitness(func(w *Witness) { w.Cut = "c"; w.Excess = []string{"e"} }), false,
 			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: ` + none + "; c"},
+		{"fast words, no device, part cut, the section absent when read back: FAIL", fastEv, npuWitness(func(w *Witness) {
+			w.Cut = "c"
+			w.Absent = "a"
+		}), false,
+			fastQ + "; but " + none + "; c; a: this run is not on the fast route"},
 		{"slow words, part cut: slow", slowEv, npuWitness(func(w *Witness) { w.Cut = "c" }), false,
 			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: ` + none + "; c"},
 		{"fast words, no device, a process of the gate's own user that hides its descriptors: FAIL", fastEv, npuWitness(func(w *Witness) {
