@@ -36,14 +36,17 @@ type Trusted struct {
 }
 
 // Trust puts t's settings into res, read from an artifact, in place of the
-// ones its result.json holds, before it is judged (Judge).
-func Trust(res *report.Result, t Trusted) {
-	trustLoad(res, t.Load)
+// ones its result.json holds, before it is judged (Judge). note is what the
+// judge should hear of its own settings, if anything: an artifact holding
+// load rounds where no load is asked, whose deletion would go unseen.
+func Trust(res *report.Result, t Trusted) (note string) {
+	note = trustLoad(res, t.Load)
 	trustWitness(res, t)
+	return note
 }
 
 // trustLoad judges the artifact's load rounds with the limits l.
-func trustLoad(res *report.Result, l judge.LoadLimits) {
+func trustLoad(res *report.Result, l judge.LoadLimits) (note string) {
 	lr := res.Load
 	if l.Streams == 0 {
 		if lr != nil {
@@ -51,20 +54,22 @@ func trustLoad(res *report.Result, l judge.LoadLimits) {
 			// (report.Read refuses a round of another size).
 			l.Streams = lr.Limits.Streams
 			lr.Limits = l
+			note = fmt.Sprintf("%s holds load rounds of %d streams, while no --load is asked here: they are judged all the same, but the same artifact with its load section deleted would have no load row at all; pass the gate's --load %d", report.ResultFile, l.Streams, l.Streams)
 		}
-		return
+		return note
 	}
 	if lr == nil {
 		res.Load = &judge.LoadRun{Limits: l, Skipped: fmt.Sprintf("%s holds no load section, while --load %d is asked here (a run asked --load writes its rounds there)", report.ResultFile, l.Streams)}
-		return
+		return ""
 	}
 	for i, rd := range lr.Rounds {
 		if len(rd) != l.Streams {
 			res.Load = &judge.LoadRun{Limits: l, Skipped: fmt.Sprintf("%s's load round %d holds %d streams, while --load %d is asked here", report.ResultFile, i+1, len(rd), l.Streams)}
-			return
+			return ""
 		}
 	}
 	lr.Limits = l
+	return ""
 }
 
 // Why the witnesses of an artifact are not believed.
