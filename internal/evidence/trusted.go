@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
@@ -40,9 +41,14 @@ type Trusted struct {
 // judge should hear of its own settings, if anything: an artifact holding
 // load rounds where no load is asked, whose deletion would go unseen.
 func Trust(res *report.Result, t Trusted) (note string) {
-	note = trustLoad(res, t.Load)
-	trustWitness(res, t)
-	return note
+	var notes []string
+	if n := trustLoad(res, t.Load); n != "" {
+		notes = append(notes, n)
+	}
+	if n := trustWitness(res, t); n != "" {
+		notes = append(notes, n)
+	}
+	return strings.Join(notes, "; ")
 }
 
 // trustLoad judges the artifact's load rounds with the limits l.
@@ -78,14 +84,21 @@ const (
 	emptyWitness = "result.json's witness section names no process read and no reason (the gate writes one or the other): nothing is taken as witnessed"
 )
 
-// trustWitness weighs the artifact's witnesses against t's classes.
-func trustWitness(res *report.Result, t Trusted) {
+// trustWitness weighs the artifact's witnesses against t's classes. note
+// says when the run weighed them against classes of its own while t knows
+// none: they are not weighed here, and a judge given no --preset would not
+// hear it otherwise.
+func trustWitness(res *report.Result, t Trusted) (note string) {
 	if !t.Witness {
 		res.Witness = nil
-		return
+		return ""
 	}
 	known := len(t.Devices) > 0 || len(t.Libraries) > 0
 	w := res.Witness
+	if !known && w != nil && (len(w.Devices) > 0 || len(w.Libraries) > 0) {
+		note = fmt.Sprintf("%s's witnesses were weighed by the run against %d device classes and %d backend libraries, while none is known here: they are not weighed, and the route rests on the log; pass the gate's --preset (or its --witness-device and --witness-library)",
+			report.ResultFile, len(w.Devices), len(w.Libraries))
+	}
 	switch {
 	case w == nil:
 		w = &route.Witness{}
@@ -101,6 +114,7 @@ func trustWitness(res *report.Result, t Trusted) {
 	// reader keeps what matches its classes, and the run's were its own.
 	w.Held = slices.DeleteFunc(w.Held, func(node string) bool { return !matchAny(t.Devices, node) })
 	w.Mapped = slices.DeleteFunc(w.Mapped, func(file string) bool { return !matchAny(t.Libraries, path.Base(file)) })
+	return note
 }
 
 // matchAny reports whether name matches one of the globs (path.Match, as
