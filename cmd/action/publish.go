@@ -77,7 +77,9 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 	}
 	// So are its load limits and witness classes: this command's own
 	// judge its load rounds and witnesses.
-	evidence.Trust(res, trustedOf(&c))
+	if note := evidence.Trust(res, trustedOf(&c)); note != "" {
+		a.Warningf("%s", console.Text(note))
+	}
 	// So is its reference.json: only --reference counts here.
 	res.Reference = nil
 	if c.Reference != "" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
@@ -36,14 +37,22 @@ type Trusted struct {
 }
 
 // Trust puts t's settings into res, read from an artifact, in place of the
-// ones its result.json holds, before it is judged (Judge).
-func Trust(res *report.Result, t Trusted) {
-	trustLoad(res, t.Load)
-	trustWitness(res, t)
+// ones its result.json holds, before it is judged (Judge). note is what the
+// judge should hear of its own settings, if anything: an artifact holding
+// load rounds where no load is asked, whose deletion would go unseen.
+func Trust(res *report.Result, t Trusted) (note string) {
+	var notes []string
+	if n := trustLoad(res, t.Load); n != "" {
+		notes = append(notes, n)
+	}
+	if n := trustWitness(res, t); n != "" {
+		notes = append(notes, n)
+	}
+	return strings.Join(notes, "; ")
 }
 
 // trustLoad judges the artifact's load rounds with the limits l.
-func trustLoad(res *report.Result, l judge.LoadLimits) {
+func trustLoad(res *report.Result, l judge.LoadLimits) (note string) {
 	lr := res.Load
 	if l.Streams == 0 {
 		if lr != nil {
@@ -51,20 +60,22 @@ func trustLoad(res *report.Result, l judge.LoadLimits) {
 			// (report.Read refuses a round of another size).
 			l.Streams = lr.Limits.Streams
 			lr.Limits = l
+			note = fmt.Sprintf("%s holds load rounds of %d streams, while no --load is asked here: they are judged all the same, but the same artifact with its load section deleted would have no load row at all; pass the gate's --load %d", report.ResultFile, l.Streams, l.Streams)
 		}
-		return
+		return note
 	}
 	if lr == nil {
 		res.Load = &judge.LoadRun{Limits: l, Skipped: fmt.Sprintf("%s holds no load section, while --load %d is asked here (a run asked --load writes its rounds there)", report.ResultFile, l.Streams)}
-		return
+		return ""
 	}
 	for i, rd := range lr.Rounds {
 		if len(rd) != l.Streams {
 			res.Load = &judge.LoadRun{Limits: l, Skipped: fmt.Sprintf("%s's load round %d holds %d streams, while --load %d is asked here", report.ResultFile, i+1, len(rd), l.Streams)}
-			return
+			return ""
 		}
 	}
 	lr.Limits = l
+	return ""
 }
 
 // Why the witnesses of an artifact are not believed.
@@ -73,14 +84,21 @@ const (
 	emptyWitness = "result.json's witness section names no process read and no reason (the gate writes one or the other): nothing is taken as witnessed"
 )
 
-// trustWitness weighs the artifact's witnesses against t's classes.
-func trustWitness(res *report.Result, t Trusted) {
+// trustWitness weighs the artifact's witnesses against t's classes. note
+// says when the run weighed them against classes of its own while t knows
+// none: they are not weighed here, and a judge given no --preset would not
+// hear it otherwise.
+func trustWitness(res *report.Result, t Trusted) (note string) {
 	if !t.Witness {
 		res.Witness = nil
-		return
+		return ""
 	}
 	known := len(t.Devices) > 0 || len(t.Libraries) > 0
 	w := res.Witness
+	if !known && w != nil && (len(w.Devices) > 0 || len(w.Libraries) > 0) {
+		note = fmt.Sprintf("%s's witnesses were weighed by the run against %d device classes and %d backend libraries, while none is known here: they are not weighed, and the route rests on the log; pass the gate's --preset (or its --witness-device and --witness-library)",
+			report.ResultFile, len(w.Devices), len(w.Libraries))
+	}
 	switch {
 	case w == nil:
 		w = &route.Witness{}
@@ -96,6 +114,7 @@ func trustWitness(res *report.Result, t Trusted) {
 	// reader keeps what matches its classes, and the run's were its own.
 	w.Held = slices.DeleteFunc(w.Held, func(node string) bool { return !matchAny(t.Devices, node) })
 	w.Mapped = slices.DeleteFunc(w.Mapped, func(file string) bool { return !matchAny(t.Libraries, path.Base(file)) })
+	return note
 }
 
 // matchAny reports whether name matches one of the globs (path.Match, as

@@ -31,11 +31,13 @@ func TestTrust(t *testing.T) {
 		witness     *route.Witness
 		wantLoad    *judge.LoadRun
 		wantWitness *route.Witness
+		wantNote    string
 	}{
 		{name: "the judge's load limits, not the artifact's", t: Trusted{Load: mine},
 			load: &judge.LoadRun{Limits: theirs, Rounds: two}, wantLoad: &judge.LoadRun{Limits: mine, Rounds: two}},
 		{name: "no load asked: the rounds held judged with the judge's limits, at their streams", t: Trusted{Load: judge.LoadLimits{Expect: judge.LoadBatch, Efficiency: 0.5, FirstTokenMS: 1200}},
-			load: &judge.LoadRun{Limits: theirs, Rounds: two}, wantLoad: &judge.LoadRun{Limits: judge.LoadLimits{Streams: 2, Expect: judge.LoadBatch, Efficiency: 0.5, FirstTokenMS: 1200}, Rounds: two}},
+			load: &judge.LoadRun{Limits: theirs, Rounds: two}, wantLoad: &judge.LoadRun{Limits: judge.LoadLimits{Streams: 2, Expect: judge.LoadBatch, Efficiency: 0.5, FirstTokenMS: 1200}, Rounds: two},
+			wantNote: "result.json holds load rounds of 2 streams, while no --load is asked here: they are judged all the same, but the same artifact with its load section deleted would have no load row at all; pass the gate's --load 2"},
 		{name: "no load asked, none held", t: Trusted{}},
 		{name: "load asked, section deleted", t: Trusted{Load: mine},
 			wantLoad: &judge.LoadRun{Limits: mine, Skipped: "result.json holds no load section, while --load 2 is asked here (a run asked --load writes its rounds there)"}},
@@ -49,6 +51,10 @@ func TestTrust(t *testing.T) {
 		{name: "witness emptied", t: on, witness: &route.Witness{},
 			wantWitness: &route.Witness{Devices: devices, Libraries: libraries, Binary: true, Absent: emptyWitness}},
 		{name: "witness deleted, no class known", t: Trusted{Witness: true}, wantWitness: &route.Witness{}},
+		{name: "no class known, the run's weighed against its own", t: Trusted{Witness: true},
+			witness:     &route.Witness{Devices: []string{"/dev/zero"}, Libraries: []string{"libsim*.so"}, Processes: 2, Held: []string{"/dev/zero"}, Mapped: []string{"/opt/libsim.so"}},
+			wantWitness: &route.Witness{Processes: 2, Held: []string{}, Mapped: []string{}},
+			wantNote:    "result.json's witnesses were weighed by the run against 1 device classes and 1 backend libraries, while none is known here: they are not weighed, and the route rests on the log; pass the gate's --preset (or its --witness-device and --witness-library)"},
 		{name: "not read, said: the run's own", t: on, witness: &route.Witness{NotRead: "in a container"},
 			wantWitness: &route.Witness{Devices: devices, Libraries: libraries, Binary: true, NotRead: "in a container"}},
 		{name: "the judge's classes, and what was seen of them only", t: on, witness: seen,
@@ -61,7 +67,9 @@ func TestTrust(t *testing.T) {
 				w := *tc.witness
 				res.Witness = &w
 			}
-			Trust(res, tc.t)
+			if note := Trust(res, tc.t); note != tc.wantNote {
+				t.Errorf("note %q, want %q", note, tc.wantNote)
+			}
 			if diff := cmp.Diff(tc.wantLoad, res.Load); diff != "" {
 				t.Errorf("load (-want +got):\n%s", diff)
 			}

@@ -325,7 +325,9 @@ func Rejudge(ctx context.Context, dir string, l judge.Limits, fast, slow []strin
 	if claim := evidence.AsRun(res); claim != "" {
 		notes = append(notes, claim)
 	}
-	evidence.Trust(res, t)
+	if n := evidence.Trust(res, t); n != "" {
+		notes = append(notes, n)
+	}
 	if err := evidence.Judge(ctx, dir, res, l, fast, slow, b); err != nil {
 		notes = append(notes, err.Error())
 	}

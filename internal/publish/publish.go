@@ -194,8 +194,8 @@ func (p *Publisher) finishCheck(ctx context.Context, res *report.Result, summary
 // came from the run of another repository (a fork), named by from.
 func Untrusted(from string) string {
 	return "The evidence below came from the run of " + from + " and was not produced by trusted code: " +
-		"that run's code, the gate's included, was the pull request's to change, so its serve.log and replies may be made up. " +
-		"They were judged again here with this workflow's own check name and limits; the verdict the run claimed was ignored. " +
+		"that run's code, the gate's included, was the pull request's to change, so its serve.log, replies, load rounds, witnesses and energy figures may be made up. " +
+		"They were judged again here with this workflow's own check name, limits, load settings and witness classes; the verdict the run claimed was ignored. " +
 		"A required check is only as trustworthy as the code that measured (docs/workflow.md)."
 }
 
