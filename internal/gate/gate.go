@@ -464,8 +464,9 @@ func (g *Gate) prober(base string) *probe.Prober {
 // askAll asks the warm-up requests, then judged replies until the
 // sequential rule stops: at least --replies, then until the rate's and the
 // first token's sign counts have both decided (one side leads the other by
-// --lead), or a reply failed, or --max-replies were asked. A serve far from
-// its limits costs --lead replies.
+// --lead) and neither drifts toward its limit, or a reply failed, or
+// --max-replies were asked. A serve far from its limits costs --lead
+// replies.
 func (g *Gate) askAll(res *report.Result, a *asker) (e *energyRun) {
 	p := g.Plan
 	for n := 1; n <= p.Warmup; n++ {
@@ -547,9 +548,15 @@ func stopText(replies []measure.Reply, l judge.Limits, rule judge.Rule) string {
 	s, complete := judge.SignsOf(replies, l, rule.Lead)
 	counts := fmt.Sprintf("rate %d meet the floor, %d miss it; first token %d meet the limit, %d miss it",
 		s.Rate.Meet, s.Rate.Miss, s.FirstToken.Meet, s.FirstToken.Miss)
+	drift := ""
+	if len(replies) >= rule.Max {
+		drift = judge.Drifts(replies, l, len(replies))
+	}
 	switch {
 	case !complete:
 		return fmt.Sprintf("stopped after %s: a reply failed", report.Replies(len(replies)))
+	case drift != "":
+		return fmt.Sprintf("stopped at --max-replies %d: %s; judged where it settled (%s; --lead %d)", rule.Max, drift, counts, rule.Lead)
 	case s.Rate.Decided && s.FirstToken.Decided:
 		return fmt.Sprintf("stopped after %s: both sign counts decided (%s; --lead %d)", report.Replies(len(replies)), counts, rule.Lead)
 	case rule.Max < rule.Lead:
