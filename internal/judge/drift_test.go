@@ -315,6 +315,7 @@ func TestRuleStopDrift(t *testing.T) {
 		{"the first token", Rule{Lead: 3, Min: 1, Max: 8}, firsts(exactRates(90, 90, 90, 90, 90), 300, 350, 400, 450, 500), false,
 			"the first token rises 12.5%/reply over 5 replies (Kendall's tau 1.00, p = 0.008, alpha 0.1), its Theil-Sen line at reply 8 650 ms, above the limit: asking on"},
 		{"the first token at the limit by the cap", Rule{Lead: 3, Min: 1, Max: 7}, firsts(exactRates(90, 90, 90, 90, 90), 300, 350, 400, 450, 500), true, ""},
+		{"the first token even", Rule{Lead: 0, Min: 1, Max: 15}, firsts(exactRates(90, 90, 90, 90, 90, 90), 500, 550, 590, 610, 650, 700), true, ""},
 		{"the first token missing", Rule{Lead: 3, Min: 1, Max: 15}, firsts(exactRates(90, 90, 90, 90, 90), 700, 750, 800, 850, 900), true, ""},
 	}
 	for _, tt := range tests {
