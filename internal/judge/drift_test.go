@@ -43,6 +43,17 @@ func steady(p float64) serve {
 	}
 }
 
+// level is a steady serve at x of the floor, each reply ± noise
+// (uniform).
+func level(x, noise float64) serve {
+	return serve{
+		name: fmt.Sprintf("steady at %.2f of the floor, ± %.0f%%", x, noise*100),
+		make: func(rng *rand.Rand) func(int) float64 {
+			return func(int) float64 { return x * (1 + noise*(2*rng.Float64()-1)) }
+		},
+	}
+}
+
 // correlated meets the floor with chance p, successive replies correlated
 // at rho (Gaussian, AR(1)).
 func correlated(p, rho float64) serve {
@@ -84,17 +95,18 @@ func (f flags) String() string {
 type outcome struct{ pass, drift, replies float64 }
 
 // simulated keeps simulate's figures: the table and the tests share them.
-var simulated = map[string][2]outcome{}
+var simulated = map[string][3]outcome{}
 
 // simulate runs the gate's rule, before the trend test (the signs alone,
-// the median of all) and now (Rule.Stop and the rate row), runs times on
-// fresh draws of sv, seeded.
-func simulate(sv serve, f flags, runs int) (before, now outcome) {
+// the median of all), now (Rule.Stop and the rate row) and with the look
+// ahead (lookAhead, the rate row), runs times on fresh draws of sv,
+// seeded.
+func simulate(sv serve, f flags, runs int) (before, now, ahead outcome) {
 	key := fmt.Sprintf("%s %v %d", sv.name, f, runs)
 	if o, ok := simulated[key]; ok {
-		return o[0], o[1]
+		return o[0], o[1], o[2]
 	}
-	defer func() { simulated[key] = [2]outcome{before, now} }()
+	defer func() { simulated[key] = [3]outcome{before, now, ahead} }()
 	lead := stats.DefaultLead
 	if f.lead > 0 {
 		lead = f.lead
@@ -122,25 +134,95 @@ func simulate(sv serve, f flags, runs int) (before, now outcome) {
 			before.pass++
 		}
 		before.replies += float64(n)
-		n = 1
-		for ; n < rule.Max; n++ {
-			if stop, _ := rule.Stop(all[:n], l); stop {
-				break
+		for _, o := range []struct {
+			stop func([]measure.Reply, Limits) bool
+			o    *outcome
+		}{{func(rs []measure.Reply, l Limits) bool { s, _ := rule.Stop(rs, l); return s }, &now}, {rule.lookAhead, &ahead}} {
+			if o.o == &ahead && testable(f.replies) {
+				continue
 			}
+			n = 1
+			for ; n < rule.Max; n++ {
+				if o.stop(all[:n], l) {
+					break
+				}
+			}
+			a := judgeRate(all[:n], l)
+			if a.OK {
+				o.o.pass++
+			}
+			if strings.Contains(a.Detail, "did not settle") {
+				o.o.drift++
+			}
+			o.o.replies += float64(n)
 		}
-		a := judgeRate(all[:n], l)
-		if a.OK {
-			now.pass++
-		}
-		if strings.Contains(a.Detail, "did not settle") {
-			now.drift++
-		}
-		now.replies += float64(n)
 	}
 	r := float64(runs)
 	before = outcome{before.pass / r, 0, before.replies / r}
 	now = outcome{now.pass / r, now.drift / r, now.replies / r}
-	return before, now
+	ahead = outcome{ahead.pass / r, ahead.drift / r, ahead.replies / r}
+	if testable(f.replies) {
+		// The look ahead is the rule from the first stop on.
+		ahead = now
+	}
+	return before, now, ahead
+}
+
+// lookAhead is a rule weighed for the defaults and not taken (the table's
+// "look ahead" columns): while too few replies were asked for the trend
+// test to find a trend (3 cannot: their least p-value is 1/6), a lead for
+// meeting the floor does not stop the gate while the rates' Theil-Sen line
+// is below the floor by Max; it asks on until the test can decide, then
+// stops as Rule.Stop does.
+func (r Rule) lookAhead(replies []measure.Reply, l Limits) bool {
+	stop, _ := r.Stop(replies, l)
+	n := len(replies)
+	if !stop || n >= r.Max || testable(n) {
+		return stop
+	}
+	rates, _, _ := Figures(replies, l)
+	s, _ := SignsOf(replies, l, r.Lead)
+	t, ok := stats.TrendOf(rates)
+	return !(ok && t.At(r.Max) < l.Floor && s.Rate.Meet > s.Rate.Miss)
+}
+
+// testable says whether n figures can show a fall at stats.TrendAlpha:
+// whether n falling ones do.
+func testable(n int) bool {
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = float64(n - i)
+	}
+	t, ok := stats.TrendOf(xs)
+	return ok && t.Falls()
+}
+
+// The look ahead asks a 4th reply of 3 that meet the floor while their
+// line is below it by the cap, and stops there when 4 show no fall; 3 at
+// a line clear of the floor stop, and so do 3 at the cap.
+func TestLookAhead(t *testing.T) {
+	if testable(3) || !testable(4) {
+		t.Fatalf("testable(3), testable(4) = %v, %v; want false, true", testable(3), testable(4))
+	}
+	l := Limits{Floor: 60, FirstTokenMS: 600, RateSource: RateClient, Lead: 3}
+	r := Rule{Lead: 3, Min: 1, Max: 15}
+	tests := []struct {
+		name  string
+		rule  Rule
+		rates []int
+		stop  bool
+	}{
+		{"falling past the floor by 15", r, []int{70, 68, 66}, false}, // 72 - 2i: 42 at 15
+		{"clear of the floor", r, []int{70, 70, 70}, true},
+		{"at the cap", Rule{Lead: 3, Min: 1, Max: 3}, []int{70, 68, 66}, true},
+		{"4, no fall found", r, []int{70, 68, 66, 67}, true},
+		{"4 falling: the drift asks on", r, []int{70, 68, 66, 64}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.rule.lookAhead(exactRates(tt.rates...), l); got != tt.stop {
+			t.Errorf("%s: lookAhead(%v) = %v, want %v", tt.name, tt.rates, got, tt.stop)
+		}
+	}
 }
 
 // driftRuns is the runs a row of the drift table is simulated over.
@@ -153,8 +235,8 @@ var throttling = decaying(1.10, 0.95, 5, 0.08)
 // correlation: each row's serve and flags, before the trend test and now.
 func driftTable() string {
 	var b strings.Builder
-	b.WriteString("| serve | flags | before: pass | before: replies | now: pass | now: fails on the drift | now: replies |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| serve | flags | before: pass | before: replies | now: pass | now: fails on the drift | now: replies | look ahead: pass | look ahead: replies |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	rows := []struct {
 		sv serve
 		f  flags
@@ -177,11 +259,17 @@ func driftTable() string {
 		{correlated(0.25, 0.5), flags{1, 0, 5}},
 		{correlated(0.75, 0.5), flags{1, 0, 0}},
 		{correlated(0.75, 0.5), flags{15, 0, 0}},
+		{level(1.3, 0.08), flags{1, 0, 0}},
+		{level(1.3, 0.20), flags{1, 0, 0}},
+		{level(1.5, 0.08), flags{1, 0, 0}},
+		{level(1.5, 0.20), flags{1, 0, 0}},
+		{level(2, 0.08), flags{1, 0, 0}},
+		{level(2, 0.20), flags{1, 0, 0}},
 	}
 	for _, r := range rows {
-		before, now := simulate(r.sv, r.f, driftRuns)
-		fmt.Fprintf(&b, "| %s | %s | %.1f%% | %.1f | %.1f%% | %.1f%% | %.1f |\n",
-			r.sv.name, r.f, before.pass*100, before.replies, now.pass*100, now.drift*100, now.replies)
+		before, now, ahead := simulate(r.sv, r.f, driftRuns)
+		fmt.Fprintf(&b, "| %s | %s | %.1f%% | %.1f | %.1f%% | %.1f%% | %.1f | %.1f%% | %.1f |\n",
+			r.sv.name, r.f, before.pass*100, before.replies, now.pass*100, now.drift*100, now.replies, ahead.pass*100, ahead.replies)
 	}
 	return b.String()
 }
@@ -192,16 +280,16 @@ func driftTable() string {
 // With the defaults the trend test cannot help a run that stops at 3
 // replies, before the fall shows (the table says how often it passes).
 func TestDriftFails(t *testing.T) {
-	before, now := simulate(throttling, flags{15, 0, 0}, driftRuns)
+	before, _, now := simulate(throttling, flags{15, 0, 0}, driftRuns)
 	if now.pass > 0.10 || before.pass < 0.40 {
 		t.Errorf("%s with --replies 15 passes %.1f%% of runs, before %.1f%%; want at most 10%%, against 40%% or more", throttling.name, now.pass*100, before.pass*100)
 	}
-	if _, now := simulate(throttling, flags{1, 15, 0}, driftRuns); now.pass > 0.05 {
+	if _, _, now := simulate(throttling, flags{1, 15, 0}, driftRuns); now.pass > 0.05 {
 		t.Errorf("%s with --warmup 15 passes %.1f%% of runs, want at most 5%%", throttling.name, now.pass*100)
 	}
 	// A serve that settles above the floor passes: the drift is judged
 	// where it settled.
-	if _, now := simulate(decaying(1.30, 1.10, 5, 0.08), flags{15, 0, 0}, driftRuns); now.pass < 0.95 {
+	if _, _, now := simulate(decaying(1.30, 1.10, 5, 0.08), flags{15, 0, 0}, driftRuns); now.pass < 0.95 {
 		t.Errorf("settling above the floor with --replies 15 passes %.1f%%, want 95%% or more", now.pass*100)
 	}
 }
