@@ -57,6 +57,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opt.Persona, "persona", "", "behave like a kind of serve: "+strings.Join(PersonaNames(), ", ")+" (default: the reference serve)")
 	fs.Float64Var(&opt.RateNoise, "rate-noise", 0, "draw each request's rate from --rate ± this fraction")
 	fs.Uint64Var(&opt.Seed, "seed", 1, "seed of --rate-noise")
+	decay := fs.String("rate-decay", "", "TO,TAU: a device that throttles: each request's rate falls from --rate toward TO tok/s with a time constant of TAU requests (warm-ups included), before --rate-noise: 57,5")
 	fs.BoolVar(&opt.Instant, "instant", false, "stream without pacing; report the nominal rate in timings")
 	fs.BoolVar(&opt.Burst, "burst", false, "hold every token and send them in one write at the end, as a buffering proxy does")
 	fs.IntVar(&opt.ClaimTokens, "claim-tokens", 0, "send this usage.completion_tokens whatever was streamed (a counter that lies)")
@@ -126,6 +127,14 @@ func Command(args []string, stdout, stderr io.Writer) int {
 			}
 			opt.Rates = append(opt.Rates, v)
 		}
+	}
+	if *decay != "" {
+		d, err := parseDecay(*decay)
+		if err != nil {
+			fmt.Fprintf(stderr, "fakellm: --rate-decay %q: %v\n", *decay, err)
+			return 2
+		}
+		opt.Decay = d
 	}
 	if *firstMS >= 0 {
 		opt.FirstTokenMS = *firstMS
@@ -282,4 +291,18 @@ func mapFile(file string) (unmap func(), err error) {
 		return nil, err
 	}
 	return func() { syscall.Munmap(b) }, nil
+}
+
+// parseDecay reads --rate-decay TO,TAU: a rate from 0 and a time constant
+// above 0, both finite.
+func parseDecay(v string) (Decay, error) {
+	to, tau, ok := strings.Cut(v, ",")
+	d := Decay{}
+	var err1, err2 error
+	d.To, err1 = strconv.ParseFloat(strings.TrimSpace(to), 64)
+	d.Tau, err2 = strconv.ParseFloat(strings.TrimSpace(tau), 64)
+	if !ok || err1 != nil || err2 != nil || !(d.To >= 0) || !(d.Tau > 0) || math.IsInf(d.To, 0) || math.IsInf(d.Tau, 0) {
+		return Decay{}, fmt.Errorf("want TO,TAU: the rate it settles at, tok/s from 0, and its time constant in requests, above 0 (57,5)")
+	}
+	return d, nil
 }

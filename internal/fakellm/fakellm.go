@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -54,6 +55,10 @@ type Options struct {
 	// the same seed gives the same rates.
 	RateNoise float64
 	Seed      uint64
+	// Decay plays a device that throttles as it heats: request n's rate
+	// falls from Rates' figure r toward Decay.To, r·e^(-(n-1)/Tau) of the way
+	// left, before RateNoise. A Tau of 0 keeps the rate.
+	Decay Decay
 	// Instant streams without pacing, and reports the nominal rate in the
 	// serve's own timings (predicted_ms as n - 1 steps at that rate).
 	Instant bool
@@ -392,11 +397,27 @@ func (s *Server) rate(n int) float64 {
 		return 0
 	}
 	r := s.opt.Rates[min(n, len(s.opt.Rates))-1]
+	r = s.opt.Decay.Of(r, n)
 	if s.opt.RateNoise > 0 {
 		u := rand.New(rand.NewPCG(s.opt.Seed, uint64(n))).Float64()
 		r *= 1 + s.opt.RateNoise*(2*u-1)
 	}
 	return r
+}
+
+// Decay is a rate that falls toward To with a time constant of Tau
+// requests.
+type Decay struct {
+	To, Tau float64
+}
+
+// Of is rate r at request n (from 1): To + (r - To)·e^(-(n-1)/Tau), r
+// itself when Tau is 0.
+func (d Decay) Of(r float64, n int) float64 {
+	if d.Tau == 0 {
+		return r
+	}
+	return d.To + (r-d.To)*math.Exp(-float64(n-1)/d.Tau)
 }
 
 // promptCache is what a llama.cpp-like serve keeps of the last prompt: the

@@ -465,8 +465,9 @@ func (g *Gate) prober(base string) *probe.Prober {
 // sequential rule stops: at least --replies, then until the rate's and the
 // first token's sign counts have both decided (one side leads the other by
 // --lead), and with --baseline their counts against the baseline's bounds
-// too, or a reply failed, or --max-replies were asked. A serve far from its
-// limits costs --lead replies.
+// too, and neither drifts toward its limit, or a reply failed, or
+// --max-replies were asked. A serve far from its limits costs --lead
+// replies.
 func (g *Gate) askAll(res *report.Result, a *asker) (e *energyRun) {
 	p := g.Plan
 	for n := 1; n <= p.Warmup; n++ {
@@ -555,9 +556,15 @@ func stopText(replies []measure.Reply, l judge.Limits, rule judge.Rule) string {
 			bs.Rate.Meet, bs.Rate.Miss, bs.FirstToken.Meet, bs.FirstToken.Miss)
 		decided, which = decided && bs.Rate.Decided && bs.FirstToken.Decided, "the four sign counts"
 	}
+	drift := ""
+	if len(replies) >= rule.Max {
+		drift = judge.Drifts(replies, l, len(replies))
+	}
 	switch {
 	case !complete:
 		return fmt.Sprintf("stopped after %s: a reply failed", report.Replies(len(replies)))
+	case drift != "":
+		return fmt.Sprintf("stopped at --max-replies %d: %s; judged where it settled (%s; --lead %d)", rule.Max, drift, counts, rule.Lead)
 	case decided:
 		return fmt.Sprintf("stopped after %s: %s decided (%s; --lead %d)", report.Replies(len(replies)), which, counts, rule.Lead)
 	case rule.Max < rule.Lead:

@@ -438,3 +438,31 @@ func TestStopTextTooFew(t *testing.T) {
 		t.Errorf("stopText(a baseline of 2 replies) = %q, want %q", got, want)
 	}
 }
+
+// stopText names a drift at --max-replies: the rows judge where the serve
+// settled, not "close to a limit".
+func TestStopTextDrift(t *testing.T) {
+	l := judge.Limits{Floor: 60, FirstTokenMS: 600, RateSource: judge.RateClient, Lead: 3}
+	rule := judge.Rule{Lead: 3, Min: 1, Max: 15}
+	rated := func(rates ...float64) []measure.Reply {
+		var rs []measure.Reply
+		for i, r := range rates {
+			first, last := 300.0, 300+127/r*1000
+			rs = append(rs, measure.Reply{N: i + 1, FirstMS: &first, LastMS: &last, EndMS: last + 1, Chunks: 128, CompletionTokens: &[]int{128}[0]})
+		}
+		return rs
+	}
+	falling := rated(66, 65, 64.5, 63, 62.5, 61, 60.5, 59, 58.5, 57, 57.5, 56, 56.5, 55, 55.5)
+	if got := stopText(falling, l, rule); !strings.HasPrefix(got, "stopped at --max-replies 15: the rate falls ") || !strings.Contains(got, "judged where it settled (rate 7 meet the floor, 8 miss it;") {
+		t.Errorf("stopText(a falling rate at the cap) = %q", got)
+	}
+	// Short of the cap a drift is not named: the gate stopped for another
+	// reason.
+	if got := stopText(falling[:14], l, rule); strings.Contains(got, "falls") {
+		t.Errorf("stopText(a falling rate short of the cap) = %q", got)
+	}
+	steady := rated(66, 55, 66, 55, 66, 55, 66, 55, 66, 55, 66, 55, 66, 55, 66)
+	if got := stopText(steady, l, rule); !strings.HasPrefix(got, "stopped at --max-replies 15: close to a limit, the median decides") {
+		t.Errorf("stopText(a steady rate at the cap) = %q", got)
+	}
+}

@@ -300,7 +300,13 @@ func judgeRate(replies []measure.Reply, l Limits) Assertion {
 	a.OK = m >= l.Floor
 	a.Detail = fmt.Sprintf("median %.1f tok/s%s %s", m, source, figures)
 	if l.Lead > 0 {
-		a.Detail += "; " + stats.CountOf(rates, func(v float64) bool { return v >= l.Floor }, l.Lead).Text("the floor")
+		meets := func(v float64) bool { return v >= l.Floor }
+		a.Detail += "; " + stats.CountOf(rates, meets, l.Lead).Text("the floor")
+		if d, ok := rateDrift(rates, l.Floor, len(rates)); ok {
+			var settled string
+			a.OK, settled = settledText(d, rates, meets, l.Lead, replies[0].N)
+			a.Detail += "; " + settled
+		}
 	}
 	if l.FloorWhy != "" && (!a.OK || l.FloorDerived) {
 		a.Detail += "; the floor: " + l.FloorWhy
@@ -331,7 +337,13 @@ func judgeFirstToken(replies []measure.Reply, l Limits) Assertion {
 	a.OK = m <= l.FirstTokenMS
 	a.Detail = fmt.Sprintf("median %.0f ms %s", m, figures)
 	if l.Lead > 0 {
-		a.Detail += "; " + stats.CountOf(ms, func(v float64) bool { return v <= l.FirstTokenMS }, l.Lead).Text("the limit")
+		meets := func(v float64) bool { return v <= l.FirstTokenMS }
+		a.Detail += "; " + stats.CountOf(ms, meets, l.Lead).Text("the limit")
+		if d, ok := firstTokenDrift(ms, l.FirstTokenMS, len(ms)); ok {
+			var settled string
+			a.OK, settled = settledText(d, ms, meets, l.Lead, replies[0].N)
+			a.Detail += "; " + settled
+		}
 	}
 	return a
 }

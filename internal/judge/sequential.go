@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
@@ -45,7 +46,10 @@ type Rule struct {
 
 // Stop says whether the gate stops after the replies so far, and when it
 // does not, why not. A reply that failed settles the run (it fails whatever
-// comes next), once Min replies are asked.
+// comes next), once Min replies are asked. A count that decided for
+// meeting its limit does not stop the gate while its figure drifts toward
+// the limit by Max (drift): the gate asks on to see where the serve
+// settles.
 func (r Rule) Stop(replies []measure.Reply, l Limits) (stop bool, why string) {
 	n := len(replies)
 	if n >= r.Max {
@@ -60,6 +64,15 @@ func (r Rule) Stop(replies []measure.Reply, l Limits) (stop bool, why string) {
 	}
 	if name, against, c, ok := r.undecided(rates, firstMS, l); !ok {
 		return false, fmt.Sprintf("%s, %d meet %s and %d miss it, lead by less than %d", name, c.Meet, against, c.Miss, r.Lead)
+	}
+	// A lead for meeting a limit while the figure drifts toward it is the
+	// first replies' only: ask on to see where the serve settles.
+	s := signsOf(rates, firstMS, l, r.Lead)
+	if d, ok := rateDrift(rates, l.Floor, r.Max); ok && s.Rate.Meet > s.Rate.Miss {
+		return false, d.Text(rates) + ": asking on to see where it settles"
+	}
+	if d, ok := firstTokenDrift(firstMS, l.FirstTokenMS, r.Max); ok && s.FirstToken.Meet > s.FirstToken.Miss {
+		return false, d.Text(firstMS) + ": asking on to see where it settles"
 	}
 	return true, ""
 }
@@ -88,6 +101,20 @@ func (r Rule) undecided(rates, firstMS []float64, l Limits) (name, against strin
 		return "the first token's signs against the baseline", "its bound", b.FirstToken, false
 	}
 	return "", "", stats.Count{}, true
+}
+
+// Drifts says how the rate and the first token drift toward their limits
+// after the replies, looked at reply at, or "" when neither does.
+func Drifts(replies []measure.Reply, l Limits, at int) string {
+	rates, firstMS, _ := Figures(replies, l)
+	var says []string
+	if d, ok := rateDrift(rates, l.Floor, at); ok {
+		says = append(says, d.Text(rates))
+	}
+	if d, ok := firstTokenDrift(firstMS, l.FirstTokenMS, at); ok {
+		says = append(says, d.Text(firstMS))
+	}
+	return strings.Join(says, "; ")
 }
 
 // Stops is the rule on one count: whether it stops after meet replies that

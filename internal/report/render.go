@@ -222,8 +222,9 @@ func IntervalText(iv *stats.Interval, prec int) string {
 }
 
 // SignsText is the sentence the report's headline ends with: whether both
-// sign counts decided, or which did not, in how many replies, and that the
-// median then decides, "close to" its limit; "undecided" when fewer replies
+// sign counts decided (and "close to" a limit all the same when the
+// median's interval holds it), or which did not, in how many replies, and
+// that the median then decides, "close to" its limit; "undecided" when fewer replies
 // were asked than the lead, which no count of them can reach.
 func SignsText(s *judge.Signs, n, maxReplies int) string {
 	counts := fmt.Sprintf("rate: %d meet the floor, %d miss it; first token: %d meet the limit, %d miss it",
@@ -253,6 +254,18 @@ func SignsText(s *judge.Signs, n, maxReplies int) string {
 		}
 	}
 	if len(close) == 0 {
+		// Decided, and the median's interval may hold a limit all the
+		// same: the report says so (stats.Count.Close).
+		var near []string
+		if s.Rate.Close() {
+			near = append(near, "the floor")
+		}
+		if s.FirstToken.Close() {
+			near = append(near, "the first-token limit")
+		}
+		if len(near) > 0 {
+			return fmt.Sprintf("%s decided, close to %s all the same: the median's interval holds it (%s).", decided, strings.Join(near, " and "), counts)
+		}
 		return fmt.Sprintf("%s decided (%s).", decided, counts)
 	}
 	if n < s.Rate.Lead {

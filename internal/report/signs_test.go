@@ -61,6 +61,15 @@ func TestMarkdownSigns(t *testing.T) {
 		t.Errorf("SignsText(3 replies split, lead 3) = %q", got)
 	}
 
+	// Decided, and close all the same: the median's interval holds the
+	// floor (4 meet it, 1 misses it).
+	if got := SignsText(&judge.Signs{Rate: stats.NewCount(4, 1, 3), FirstToken: stats.NewCount(5, 0, 3)}, 5, 15); got != "Both sign counts decided, close to the floor all the same: the median's interval holds it (rate: 4 meet the floor, 1 miss it; first token: 5 meet the limit, 0 miss it; --lead 3)." {
+		t.Errorf("SignsText(decided, close to the floor) = %q", got)
+	}
+	if got := SignsText(&judge.Signs{Rate: stats.NewCount(4, 1, 3), FirstToken: stats.NewCount(1, 4, 3)}, 5, 15); !strings.HasPrefix(got, "Both sign counts decided, close to the floor and the first-token limit all the same: ") {
+		t.Errorf("SignsText(decided, close to both) = %q", got)
+	}
+
 	// A reply without a figure stopped the run: neither "close" nor the
 	// median decides, the failure does.
 	if got := SignsText(&judge.Signs{Rate: stats.NewCount(1, 0, 3), FirstToken: stats.NewCount(2, 0, 3)}, 2, 15); got != "The gate stopped after 2 replies: a reply has no rate or no first token, which fails the run whatever the sign counts (rate: 1 meet the floor, 0 miss it; first token: 2 meet the limit, 0 miss it; --lead 3)." {

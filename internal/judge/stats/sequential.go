@@ -70,6 +70,16 @@ func ratioText(d int) string {
 	return fmt.Sprintf("3^%d = %.0f", d, Ratio(d))
 }
 
+// Close says whether the figures leave the median close to the limit: its
+// interval (MedianInterval's, at Level, or [min, max] for five figures or
+// fewer) holds the limit, that is, k figures or more lie on each side of
+// it, k = IntervalK (a figure at the limit on the meeting side). A lead
+// that decided can be close: the count says when to stop, this how far the
+// median is from the limit.
+func (c Count) Close() bool {
+	return min(c.Meet, c.Miss) >= IntervalK(c.Meet+c.Miss, Level)
+}
+
 // CountOf counts the figures that meet, at lead.
 func CountOf(xs []float64, meets func(float64) bool, lead int) Count {
 	meet := 0
@@ -82,26 +92,38 @@ func CountOf(xs []float64, meets func(float64) bool, lead int) Count {
 }
 
 // Text is a count as the rate's and first token's details end, what the
-// figure is held against (the floor, the limit):
-// the signs, the lead and the likelihood ratio against 1/Alpha, or "close
-// to" the floor (or limit) when the lead did not decide, and the median
-// then decides; "undecided" when too few replies were asked for any count to
-// reach the lead (--replies 1 --max-replies 1, or judge DIR at a larger
-// --lead), which says nothing of how close the serve is.
+// figure is held against (the floor, the limit): the signs, the lead and
+// the likelihood ratio against 1/Alpha. "Close to" the floor (or limit)
+// leads whenever the median's interval holds it (Close), decided or not;
+// when the lead did not decide, the median decides. "Undecided" when too
+// few replies were asked for any count to reach the lead (--replies 1
+// --max-replies 1, or judge DIR at a larger --lead), which says nothing of
+// how close the serve is.
 func (c Count) Text(what string) string {
 	d := c.Meet - c.Miss
 	side := "meeting"
 	if d < 0 {
 		side = "missing"
 	}
+	lead := max(d, -d)
 	ratio := fmt.Sprintf("likelihood ratio %s against 1/alpha = %.0f", ratioText(d), 1/Alpha)
+	n := c.Meet + c.Miss
+	close := fmt.Sprintf("close to %s: %d meet it, %d miss it", what, c.Meet, c.Miss)
 	if c.Decided {
-		return fmt.Sprintf("signs: %d meet %s, %d miss it: decided, a lead of %d for %s it, --lead %d (%s)", c.Meet, what, c.Miss, max(d, -d), side, c.Lead, ratio)
+		if c.Close() {
+			return fmt.Sprintf("%s, the median's interval holds it (%d or more on each side of %d replies); decided all the same, a lead of %d for %s it, --lead %d (%s)",
+				close, IntervalK(n, Level), n, lead, side, c.Lead, ratio)
+		}
+		return fmt.Sprintf("signs: %d meet %s, %d miss it: decided, a lead of %d for %s it, --lead %d (%s)", c.Meet, what, c.Miss, lead, side, c.Lead, ratio)
 	}
-	if n := c.Meet + c.Miss; n < c.Lead {
+	if n < c.Lead {
 		// No count of n replies reaches the lead: the replies say nothing
 		// of how close the serve is.
 		return fmt.Sprintf("undecided: %d meet %s, %d miss it, too few replies (%d) to reach --lead %d (%s): the median decides", c.Meet, what, c.Miss, n, c.Lead, ratio)
 	}
-	return fmt.Sprintf("close to %s: %d meet it, %d miss it, a lead of %d, short of --lead %d (%s): the median decides", what, c.Meet, c.Miss, max(d, -d), c.Lead, ratio)
+	if !c.Close() {
+		return fmt.Sprintf("signs: %d meet %s, %d miss it, a lead of %d, short of --lead %d (%s), clear of it all the same (the median's interval does not hold it): the median decides",
+			c.Meet, what, c.Miss, lead, c.Lead, ratio)
+	}
+	return fmt.Sprintf("%s, a lead of %d, short of --lead %d (%s): the median decides", close, lead, c.Lead, ratio)
 }

@@ -22,6 +22,24 @@ func TestCountText(t *testing.T) {
 			t.Errorf("%+v.Text() = %q, want %q", tt.c, got, tt.want)
 		}
 	}
+	// Close to the floor whenever the median's interval holds it: k
+	// replies or more on each side (k = 1 up to 8 replies, 2 at 9, 4 at
+	// 15), decided or not.
+	for _, tt := range []struct {
+		c    Count
+		want string
+	}{
+		{NewCount(4, 1, 3), "close to the floor: 4 meet it, 1 miss it, the median's interval holds it (1 or more on each side of 5 replies); decided all the same, a lead of 3 for meeting it, --lead 3 (likelihood ratio 3^3 = 27 against 1/alpha = 20)"},
+		{NewCount(7, 2, 3), "close to the floor: 7 meet it, 2 miss it, the median's interval holds it (2 or more on each side of 9 replies); decided all the same, a lead of 5 for meeting it, --lead 3 (likelihood ratio 3^5 = 243 against 1/alpha = 20)"},
+		{NewCount(8, 1, 3), "signs: 8 meet the floor, 1 miss it: decided, a lead of 7 for meeting it, --lead 3 (likelihood ratio 3^7 = 2187 against 1/alpha = 20)"},
+		{NewCount(4, 11, 3), "close to the floor: 4 meet it, 11 miss it, the median's interval holds it (4 or more on each side of 15 replies); decided all the same, a lead of 7 for missing it, --lead 3 (likelihood ratio 3^7 = 2187 against 1/alpha = 20)"},
+		{NewCount(3, 12, 3), "signs: 3 meet the floor, 12 miss it: decided, a lead of 9 for missing it, --lead 3 (likelihood ratio 3^9 = 19683 against 1/alpha = 20)"},
+		{NewCount(13, 2, 12), "signs: 13 meet the floor, 2 miss it, a lead of 11, short of --lead 12 (likelihood ratio 3^11 = 177147 against 1/alpha = 20), clear of it all the same (the median's interval does not hold it): the median decides"},
+	} {
+		if got := tt.c.Text("the floor"); got != tt.want {
+			t.Errorf("%+v.Text() = %q, want %q", tt.c, got, tt.want)
+		}
+	}
 	// Fewer replies than the lead cannot decide whatever their signs: no
 	// "close to" a floor all of them met. As many as the lead can.
 	if got := NewCount(2, 0, 3).Text("the floor"); got != "undecided: 2 meet the floor, 0 miss it, too few replies (2) to reach --lead 3 (likelihood ratio 3^2 = 9 against 1/alpha = 20): the median decides" {
@@ -48,9 +66,27 @@ func TestCountText(t *testing.T) {
 			t.Errorf("Text(lead %d) = %q, want %q", d, got, want)
 		}
 	}
-	// A count at a lead of 0 is decided at once, for meeting when even.
-	if got := NewCount(2, 2, 0).Text("the floor"); got != "signs: 2 meet the floor, 2 miss it: decided, a lead of 0 for meeting it, --lead 0 (likelihood ratio 3^0 = 1 against 1/alpha = 20)" {
+	// A count at a lead of 0 is decided at once, for meeting when even,
+	// and close when split.
+	if got := NewCount(2, 2, 0).Text("the floor"); got != "close to the floor: 2 meet it, 2 miss it, the median's interval holds it (1 or more on each side of 4 replies); decided all the same, a lead of 0 for meeting it, --lead 0 (likelihood ratio 3^0 = 1 against 1/alpha = 20)" {
 		t.Errorf("NewCount(2, 2, 0).Text() = %q", got)
+	}
+}
+
+// A count is close when k figures or more lie on each side of the limit,
+// k the median interval's (IntervalK): exactly at k, and one short.
+func TestCountClose(t *testing.T) {
+	for _, tt := range []struct {
+		meet, miss int
+		want       bool
+	}{
+		{0, 0, false}, {1, 0, false}, {0, 1, false}, {1, 1, true}, {3, 0, false}, {2, 1, true},
+		{7, 2, true}, {2, 7, true}, {8, 1, false}, {1, 8, false},
+		{11, 4, true}, {12, 3, false}, {4, 11, true}, {3, 12, false},
+	} {
+		if got := NewCount(tt.meet, tt.miss, 3).Close(); got != tt.want {
+			t.Errorf("NewCount(%d, %d, 3).Close() = %v, want %v", tt.meet, tt.miss, got, tt.want)
+		}
 	}
 }
 

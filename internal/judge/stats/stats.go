@@ -1,6 +1,7 @@
 // Package stats is the statistics the judge rests on: medians, the
-// order-statistic interval of a median, and the sign counts of Wald's
-// sequential test by which the gate decides when to stop asking.
+// order-statistic interval of a median, the sign counts of Wald's
+// sequential test by which the gate decides when to stop asking, and the
+// trend test (Mann-Kendall, Theil-Sen) that checks the replies stay alike.
 package stats
 
 import (
