@@ -11,9 +11,9 @@ import "github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 
 // Bounds are what the agreement assertion allows (the --agreement-* flags).
 type Bounds struct {
-	// TieMargin, in nats: a divergence is at a near-tie when the
-	// reference's two most likely tokens there are within it, and this
-	// run's token is among the reference's top K.
+	// TieMargin, in nats: a divergence is at a near-tie when this run's
+	// token is among the reference's top K there, at most TieMargin below
+	// the reference's most likely token.
 	TieMargin float64 `json:"tie_margin"`
 	// MaxKL, in nats: the mean distance between the two routes'
 	// distributions at the shared positions, at most.
@@ -58,8 +58,11 @@ type Divergence struct {
 	// RunInRef is this run's token's logprob on the reference, when it is
 	// among the reference's top K there.
 	RunInRef *float64 `json:"run_in_ref,omitempty"`
-	Gap      *float64 `json:"gap,omitempty"` // the reference's top-two gap there, nats
-	Tie      bool     `json:"tie"`           // at a near-tie (Bounds.TieMargin)
+	// Gap is how far this run's token is below the reference's most
+	// likely token there, on the reference's logprobs (nats): with
+	// RunInRef only.
+	Gap *float64 `json:"gap,omitempty"`
+	Tie bool     `json:"tie"` // at a near-tie (Bounds.TieMargin)
 	// Ended is the side whose reply ended here while the other's went on
 	// (EndedRun, EndedReference); that side's token is empty.
 	Ended string `json:"ended,omitempty"`
