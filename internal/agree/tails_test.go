@@ -163,7 +163,7 @@ func binomCDF(k, n int, p float64) float64 {
 	return sum
 }
 
-func TestBinomBounds(t *testing.T) {
+func TestTailHelpers(t *testing.T) {
 	// 0 in n: the bound solves (1-p)^n = 0.05, about 3/n.
 	if got, want := binomUpper(0, 1000), 1-math.Pow(0.05, 1.0/1000); math.Abs(got-want) > 1e-9 {
 		t.Errorf("binomUpper(0, 1000) = %g, want %g", got, want)
@@ -174,6 +174,11 @@ func TestBinomBounds(t *testing.T) {
 	}
 	if got := binomCDF(3, 10, 0.3); math.Abs(got-0.6496107184) > 1e-9 {
 		t.Errorf("binomCDF(3, 10, 0.3) = %.10f, want 0.6496107184", got)
+	}
+	for _, c := range []struct{ x, want float64 }{{0.3004, 0.31}, {0.0075, 0.0075}, {0.00741, 0.0075}, {0.31, 0.31}, {12.01, 13}} {
+		if got := ceil2(c.x); got != c.want {
+			t.Errorf("ceil2(%g) = %g, want %g", c.x, got, c.want)
+		}
 	}
 	if got := quantileAbove([]float64{5, 1, 4, 2, 3}, 0.2); got != 4 {
 		t.Errorf("quantileAbove(1..5, 0.2) = %g, want 4 (one of five above it)", got)
@@ -197,10 +202,11 @@ func ceil2(x float64) float64 {
 //
 //	go test -run TestSeparationTails -v ./internal/agree -args -tails 64
 //
-// A bf16 route's replies fail their run's agreement only in the tail: each
-// bound is put at its (1 − q/2) quantile over every seed's replies, q being
+// A bf16 route's replies fail their run's agreement only in the tail: q is
 // the per-reply rate that fails tailAlpha of the runs of tailRun replies,
-// (1 − q)^tailRun = 1 − tailAlpha. The defaults must be at least those (or
+// (1 − q)^tailRun = 1 − tailAlpha; the replies that diverge to a token the
+// reference does not list (r0 of them) fail under any bounds, and each bound
+// is put at bf16's (1 − (q − r0)/2) quantile over every seed's replies. The defaults must be at least those (or
 // the runs of bf16 routes fail more often than tailAlpha), and a route
 // perturbed by the smallest perturbation to catch must still fail at least
 // 1 − tailBeta of the runs of tailFewest replies.
