@@ -115,12 +115,20 @@ func (s separation) each() string {
 	var parts []string
 	for _, r := range s.replies {
 		p := fmt.Sprintf("%d/%d", r.Agree, r.Of)
+		if r.KL != nil {
+			p += fmt.Sprintf(" KL %.2g", *r.KL)
+		}
 		if d := r.Diverged; d != nil {
 			if d.Tie {
 				p += fmt.Sprintf(" at a tie (gap %.2g nats)", *d.Gap)
 			} else {
 				p += fmt.Sprintf(" at token %d: the reference %s (%.2f), this run %s (%.2f)",
 					d.Position, quote.Cut(d.Ref.Text, 40), d.Ref.Logprob, quote.Cut(d.Run.Text, 40), d.Run.Logprob)
+				if d.Gap != nil {
+					p += fmt.Sprintf(", %.2f nats below the reference's top there", *d.Gap)
+				} else {
+					p += ", not among the reference's top alternatives"
+				}
 			}
 		}
 		parts = append(parts, p)

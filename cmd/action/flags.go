@@ -94,7 +94,7 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 // gate's, judge's and publish's.
 func referenceFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Reference, "reference", c.Reference, "a run on the trusted route (its out directory or result.json, e.g. made by record), or github:PATTERN: adds the agreement assertion")
-	fs.Float64Var(&c.AgreementTieMargin, "agreement-tie-margin", c.AgreementTieMargin, "nats: a divergence from the reference is at a near-tie when the reference's top two are within it")
+	fs.Float64Var(&c.AgreementTieMargin, "agreement-tie-margin", c.AgreementTieMargin, "nats: a divergence from the reference is at a near-tie when this run's token is among the reference's top K there, at most this below the reference's most likely token")
 	fs.Float64Var(&c.AgreementMaxKL, "agreement-max-kl", c.AgreementMaxKL, "nats: the mean KL distance from the reference's distributions allowed at the shared positions")
 }
 

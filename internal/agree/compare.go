@@ -48,10 +48,12 @@ var minLogprob = math.Log(MinProb)
 // unit is the token. Two tokens are equal when their texts are, and their ids
 // too where both sides give one. Agree is the tokens equal before the first
 // divergence, Of the tokens of the longer reply. The divergence is at a
-// near-tie when the reference's two most likely tokens there are within
-// b.TieMargin nats and this run's token is among the reference's top K; a
-// reply that ends where the other goes on diverges there, never at a tie (its
-// end token is not in the lists).
+// near-tie when this run's token there is among the reference's top K and
+// within b.TieMargin nats of the reference's most likely token, on the
+// reference's logprobs: the reference could have taken it had its logits
+// been rounded otherwise. How close the reference's own top two are says
+// nothing of the token this run took. A reply that ends where the other goes
+// on diverges there, never at a tie (its end token is not in the lists).
 //
 // The shared positions are those up to and including the first divergence,
 // where both sides saw the same text, and where both sides listed
@@ -381,14 +383,11 @@ func divergence(rg, ug []measure.Token, i, k int, b Bounds) *Divergence {
 		return d
 	}
 	top := topK(nil, rg[i].Top, k)
-	if len(top) >= 2 {
-		gap := top[0].Logprob - top[1].Logprob
-		d.Gap = &gap
-	}
 	if j := find(top, d.Run); j >= 0 {
-		d.RunInRef = &top[j].Logprob
+		gap := top[0].Logprob - top[j].Logprob
+		d.RunInRef, d.Gap = &top[j].Logprob, &gap
 	}
-	d.Tie = d.Gap != nil && *d.Gap <= b.TieMargin && d.RunInRef != nil
+	d.Tie = d.Gap != nil && *d.Gap <= b.TieMargin
 	return d
 }
 

@@ -67,6 +67,10 @@ func TestCompare(t *testing.T) {
 	notInKL := klByHand(map[string]float64{" A": 0.40, " B": 0.39}, map[string]float64{" Z": 0.40, " A": 0.39})
 	wideKL := klByHand(map[string]float64{" A": 0.50, " B": 0.40}, map[string]float64{" B": 0.50, " A": 0.40})
 	tieRun := tok(" B", a(" B", 0.50), a(" A", 0.48), a(" C", 0.01))
+	fifthKL := klByHand(map[string]float64{" A": 0.45, " B": 0.44, " C": 0.05, " D": 0.03, " E": 0.45 * math.Exp(-5.25)},
+		map[string]float64{" E": 0.45, " A": 0.44, " B": 0.05, " C": 0.03, " D": 0.45 * math.Exp(-5.25)})
+	thirdKL := klByHand(map[string]float64{"a": math.Exp(-1), "b": math.Exp(-1.125), "c": math.Exp(-1.25)},
+		map[string]float64{"c": math.Exp(-1), "a": math.Exp(-1.125), "b": math.Exp(-1.25)})
 	tests := []struct {
 		name     string
 		ref, run measure.Reply
@@ -81,7 +85,7 @@ func TestCompare(t *testing.T) {
 				KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0), OK: true},
 		},
 		{
-			name: "a divergence at a near-tie: the reference's top two within the margin, this run's token among them",
+			name: "a divergence at a near-tie: this run's token the reference's second, within the margin of its top",
 			ref:  rep(1, sure("a"), tieRef, sure("c")),
 			run:  rep(1, sure("a"), tieRun, sure("d")),
 			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Agree: 1, Of: 3, Shared: 2, K: 3,
@@ -91,14 +95,13 @@ func TestCompare(t *testing.T) {
 				OK: true},
 		},
 		{
-			name: "a real disagreement: the reference's top two far apart",
+			name: "a real disagreement: this run's token not among the reference's top K, its gap unknown",
 			ref:  rep(1, sure(" Paris"), sure(".")),
 			run:  rep(3, tok(" //", a(" //", 0.02), a(" Paris", 0.01)), sure(".")),
 			want: Reply{N: 3, RefN: 1, Unit: UnitTokens, Agree: 0, Of: 2, Shared: 1, K: 3,
 				KL: ptr(parisKL), MaxKL: ptr(parisKL), Top1: ptr(0.0),
-				Diverged: &Divergence{Position: 0, Ref: alt(ptr(sure(" Paris"))), Run: measure.Alt{Text: " //", Logprob: math.Log(0.02)},
-					Gap: ptr(math.Log(0.9) - math.Log(0.05))},
-				Why: "a real disagreement at token 1"},
+				Diverged: &Divergence{Position: 0, Ref: alt(ptr(sure(" Paris"))), Run: measure.Alt{Text: " //", Logprob: math.Log(0.02)}},
+				Why:      "a real disagreement at token 1"},
 		},
 		{
 			name: "a close top two, but this run's token is not among the reference's top K",
@@ -106,8 +109,39 @@ func TestCompare(t *testing.T) {
 			run:  rep(1, tok(" Z", a(" Z", 0.40), a(" A", 0.39))),
 			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 2,
 				KL: ptr(notInKL), MaxKL: ptr(notInKL), Top1: ptr(0.0),
-				Diverged: &Divergence{Ref: a(" A", 0.40), Run: a(" Z", 0.40), Gap: ptr(math.Log(0.40) - math.Log(0.39))},
+				Diverged: &Divergence{Ref: a(" A", 0.40), Run: a(" Z", 0.40)},
 				Why:      "a real disagreement at token 1"},
+		},
+		{
+			name: "the reference's top two within the margin, but this run's token its fifth, 5.25 nats down: a real disagreement",
+			ref:  rep(1, tok(" A", a(" A", 0.45), a(" B", 0.44), a(" C", 0.05), a(" D", 0.03), a(" E", 0.45*math.Exp(-5.25)))),
+			run:  rep(1, tok(" E", a(" E", 0.45), a(" A", 0.44), a(" B", 0.05), a(" C", 0.03), a(" D", 0.45*math.Exp(-5.25)))),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 5,
+				KL: ptr(fifthKL), MaxKL: ptr(fifthKL), Top1: ptr(0.0),
+				Diverged: &Divergence{Ref: a(" A", 0.45), Run: a(" E", 0.45), RunInRef: ptr(math.Log(0.45) - 5.25), Gap: ptr(5.25)},
+				Why:      "a real disagreement at token 1"},
+		},
+		{
+			name:   "this run's token the reference's third, exactly the margin below its top: a near-tie",
+			bounds: Bounds{TieMargin: 0.25, MaxKL: 1},
+			ref:    rep(1, tok("a", measure.Alt{Text: "a", Logprob: -1}, measure.Alt{Text: "b", Logprob: -1.125}, measure.Alt{Text: "c", Logprob: -1.25})),
+			run:    rep(1, tok("c", measure.Alt{Text: "c", Logprob: -1}, measure.Alt{Text: "a", Logprob: -1.125}, measure.Alt{Text: "b", Logprob: -1.25})),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 3,
+				KL: ptr(thirdKL), MaxKL: ptr(thirdKL), Top1: ptr(0.0),
+				Diverged: &Divergence{Ref: measure.Alt{Text: "a", Logprob: -1}, Run: measure.Alt{Text: "c", Logprob: -1},
+					RunInRef: ptr(-1.25), Gap: ptr(0.25), Tie: true},
+				OK: true},
+		},
+		{
+			name:   "this run's token the reference's third, just past the margin below its top: a real disagreement",
+			bounds: Bounds{TieMargin: 0.25 - 1e-9, MaxKL: 1},
+			ref:    rep(1, tok("a", measure.Alt{Text: "a", Logprob: -1}, measure.Alt{Text: "b", Logprob: -1.125}, measure.Alt{Text: "c", Logprob: -1.25})),
+			run:    rep(1, tok("c", measure.Alt{Text: "c", Logprob: -1}, measure.Alt{Text: "a", Logprob: -1.125}, measure.Alt{Text: "b", Logprob: -1.25})),
+			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 3,
+				KL: ptr(thirdKL), MaxKL: ptr(thirdKL), Top1: ptr(0.0),
+				Diverged: &Divergence{Ref: measure.Alt{Text: "a", Logprob: -1}, Run: measure.Alt{Text: "c", Logprob: -1},
+					RunInRef: ptr(-1.25), Gap: ptr(0.25)},
+				Why: "a real disagreement at token 1"},
 		},
 		{
 			name: "a tie wider than the margin is a real disagreement",
@@ -237,7 +271,7 @@ func TestCompare(t *testing.T) {
 			run:  rep(1, tok(" B", a(" B", 0.50), a(" A", 0.47))),
 			want: Reply{N: 1, RefN: 1, Unit: UnitTokens, Of: 1, Shared: 1, K: 2, KL: ptr(0.0), MaxKL: ptr(0.0), Top1: ptr(1.0),
 				Diverged: &Divergence{Ref: a(" A", 0.47), Run: a(" B", 0.50), RunInRef: ptr(math.Log(0.50)),
-					Gap: ptr(math.Log(0.50) - math.Log(0.47)), Tie: true},
+					Gap: ptr(0.0), Tie: true},
 				OK: true},
 		},
 		{
@@ -522,5 +556,26 @@ func TestCompareTrailingEndToken(t *testing.T) {
 				t.Errorf("Compare: unit %s ok %v agree %d/%d (%s); want tokens, ok %v, %d/%d", got.Unit, got.OK, got.Agree, got.Of, got.Why, tt.ok, tt.agree, tt.of)
 			}
 		})
+	}
+}
+
+// A run that takes the reference's fifth token, 5.25 nats below its top where
+// the reference's top two are 0.02 apart, after 256 tokens the same: the one
+// position's KL (about 1) is diluted to under DefaultMaxKL by the reply's
+// mean, so only the tie rule can fail it, and does under the defaults.
+func TestCompareFarTokenAfterLongAgreement(t *testing.T) {
+	var refToks, runToks []measure.Token
+	for range 256 {
+		refToks, runToks = append(refToks, sure("a")), append(runToks, sure("a"))
+	}
+	refToks = append(refToks, tok(" A", a(" A", 0.45), a(" B", 0.44), a(" C", 0.05), a(" D", 0.03), a(" E", 0.45*math.Exp(-5.25))))
+	runToks = append(runToks, tok(" E", a(" E", 0.45), a(" A", 0.44), a(" B", 0.05), a(" C", 0.03), a(" D", 0.45*math.Exp(-5.25))))
+	ref, run := rep(1, refToks...), rep(1, runToks...)
+	got := Compare(&ref, &run, Default)
+	if got.OK || got.Diverged == nil || got.Diverged.Tie || *got.KL > DefaultMaxKL {
+		t.Errorf("Compare under the defaults: OK %v, diverged %+v, mean KL %.4f; want a real disagreement at token 257 with the mean KL within %g", got.OK, got.Diverged, *got.KL, DefaultMaxKL)
+	}
+	if got.Why != "a real disagreement at token 257" {
+		t.Errorf("why %q, want the real disagreement at token 257", got.Why)
 	}
 }

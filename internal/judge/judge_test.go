@@ -324,7 +324,7 @@ func TestJudge(t *testing.T) {
 				r.Chunks, r.MaxTokens, r.Content = 40, 128, strings.Repeat("word ", 80)
 			}),
 			want:  okay{true, true, true, true},
-			exact: []string{"", "median 91.4 tok/s (floor 60.0; each: 98.4, 84.4; the serve's own: 103.3, 88.6); counts of several tokens a chunk believed on their text (3 bytes a token or more): reply 2, 128 tokens in 40 chunks with 400 bytes of text, 3.1 a token"},
+			exact: []string{"", "median 91.4 tok/s (floor 60.0; each: 98.4, 84.4; the serve's own: 103.3, 88.6); counts of several tokens a chunk believed on their text (3 bytes a token or more): reply 2, 128 tokens in 40 chunks with 400 bytes of text, 3.2 a token over 124 tokens (128 but the 4 that may carry none)"},
 		},
 		{
 			name: "several tokens a chunk with too little text: no rate, the text's evidence said", log: fastLine,
@@ -332,8 +332,8 @@ func TestJudge(t *testing.T) {
 				r.Chunks, r.MaxTokens, r.Server, r.Content = 40, 128, nil, strings.Repeat("ab ", 50)
 			}),
 			want: okay{true, false, true, true},
-			exact: []string{"", "reply 2 has no rate (usage.completion_tokens 128 is more than the 40 chunks it came in, and their 150 bytes of text are 1.2 a token " +
-				"(a serve sending several tokens a chunk sends 3 bytes a token or more): not believed; counted 40 from the chunks with content instead; " +
+			exact: []string{"", "reply 2 has no rate (usage.completion_tokens 128 is more than the 40 chunks it came in, and their 150 bytes of text are 1.2 a token over 124 tokens " +
+				"(128 but the 4 that may carry none; a serve sending several tokens a chunk sends 3 bytes a token or more): not believed; counted 40 from the chunks with content instead; " +
 				"on that count the rate would be 25.9 tok/s) (floor 60.0; each: 98.4, -; the serve's own: 103.3, -)"},
 		},
 		{

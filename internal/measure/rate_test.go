@@ -286,7 +286,7 @@ func TestEstimateCounterWithinTextBound(t *testing.T) {
 	liar := Reply{FirstMS: ptr(300.0), LastMS: ptr(750.0), MaxTokens: 64, CompletionTokens: ptr(32), Chunks: 10,
 		Content: strings.Repeat(" ab", 10), Arrivals: each(ms...)}
 	e := liar.Estimate()
-	if e.Why == "" || !strings.HasSuffix(e.Why, "; on that count the rate would be 20.0 tok/s") || !strings.Contains(e.Why, "30 bytes of text are 0.9 a token") {
+	if e.Why == "" || !strings.HasSuffix(e.Why, "; on that count the rate would be 20.0 tok/s") || !strings.Contains(e.Why, "30 bytes of text are 1.0 a token over 28 tokens") {
 		t.Errorf("a count of 32 over 10 chunks of 30 bytes: Estimate() = %+v, want no rate, the text's evidence and 20.0 tok/s on the chunks", e)
 	}
 	honest := liar

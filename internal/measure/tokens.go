@@ -1,6 +1,9 @@
 package measure
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // SpecialTokens is how many tokens of a reply may carry no text: an
 // end-of-turn token, a think tag the serve strips. Every other token
@@ -81,10 +84,20 @@ func (r *Reply) implausible(n int) string {
 		return fmt.Sprintf("is more than the %s of text the stream carried can hold", plural(text, "byte"))
 	}
 	if n > r.Chunks+SpecialTokens && text < ChunkedTokenBytes*(n-SpecialTokens) {
-		return fmt.Sprintf("is more than the %s it came in, and their %s of text are %.1f a token (a serve sending several tokens a chunk sends %d bytes a token or more)",
-			plural(r.Chunks, "chunk"), plural(text, "byte"), float64(text)/float64(n), ChunkedTokenBytes)
+		return fmt.Sprintf("is more than the %s it came in, and their %s of text are %s (%d but the %d that may carry none; a serve sending several tokens a chunk sends %d bytes a token or more)",
+			plural(r.Chunks, "chunk"), plural(text, "byte"), perToken(text, n), n, SpecialTokens, ChunkedTokenBytes)
 	}
 	return ""
+}
+
+// perToken is text bytes over the n tokens but SpecialTokens, as the rule
+// that holds them to ChunkedTokenBytes reads them: "2.9 a token over 11
+// tokens". The figure is cut, not rounded, to one decimal, so a text short of
+// ChunkedTokenBytes a token never reads as enough. n is more than
+// SpecialTokens.
+func perToken(text, n int) string {
+	each := math.Floor(10*float64(text)/float64(n-SpecialTokens)) / 10
+	return fmt.Sprintf("%.1f a token over %s", each, plural(n-SpecialTokens, "token"))
 }
 
 // chunked is what makes n tokens, a count implausible did not doubt, believed
@@ -95,7 +108,8 @@ func (r *Reply) chunked(n int) string {
 		return ""
 	}
 	text := len(r.Content) + len(r.Reasoning)
-	return fmt.Sprintf("%d tokens in %s with %s of text, %.1f a token", n, plural(r.Chunks, "chunk"), plural(text, "byte"), float64(text)/float64(n))
+	return fmt.Sprintf("%d tokens in %s with %s of text, %s (%d but the %d that may carry none)",
+		n, plural(r.Chunks, "chunk"), plural(text, "byte"), perToken(text, n), n, SpecialTokens)
 }
 
 func doubt(doubts []string, n int, source string) string {
