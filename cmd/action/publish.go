@@ -33,9 +33,13 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 	limitFlags(fs, &c)
 	fs.StringVar(&c.Comment, "comment", c.Comment, "on-pr or never")
 	fs.IntVar(&c.PRNumber, "pr-number", 0, "the pull request (default: the event's, else the run's own, checked against its head)")
-	fs.StringVar(&c.GitHubToken, "github-token", e.getenv("GITHUB_TOKEN"), "token (default: $GITHUB_TOKEN; never printed)")
+	tokenFlags(fs, &c.GitHubToken, &c.GitHubTokenFile, "the check run and the comment")
 	dir, ok := e.parseDir(fs, args)
 	if !ok {
+		return exitUsage
+	}
+	if err := refused(fs); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: bad input, nothing was posted:\n%s\n", indent(err.Error()))
 		return exitUsage
 	}
 	if problems := publishInput(&c, setFlags(fs)); problems != "" {
@@ -49,6 +53,12 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: not inside GitHub Actions (GITHUB_ACTIONS is not true); run it in a workflow job\n")
 		return exitUsage
 	}
+	token, err := e.githubToken(c.GitHubTokenFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: bad input, nothing was posted:\n%s\n", indent(err.Error()))
+		return exitUsage
+	}
+	c.GitHubToken = token
 	a := newAction(e.getenv, e.raw)
 	if c.GitHubToken != "" {
 		a.AddMask(c.GitHubToken)

@@ -31,6 +31,13 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 	if e.parseOnly {
 		return exitPass
 	}
+	// The token is read after parsing, so that -h never prints it.
+	token, err := e.githubToken(o.c.GitHubTokenFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke report: bad input, nothing was posted:\n%s\n", indent(err.Error()))
+		return exitUsage
+	}
+	o.token = token
 	inActions := e.getenv("GITHUB_ACTIONS") == "true"
 	jobs, problems := o.check(inActions)
 	if len(problems) > 0 {
@@ -79,13 +86,13 @@ func (e *env) reportFlags(args []string) (*reportOptions, bool) {
 	fs.StringVar(&o.summary, "summary", "", "also write the merged Markdown to this file")
 	fs.StringVar(&d.Comment, "comment", d.Comment, "on-pr or never")
 	fs.IntVar(&d.PRNumber, "pr-number", 0, "a pull request to comment on when the event is not one")
-	// The default is read after parsing, so that -h never prints it.
-	fs.StringVar(&o.token, "github-token", "", "token (default: $GITHUB_TOKEN; never printed)")
+	tokenFlags(fs, &o.token, &d.GitHubTokenFile, "the check run and the comment")
 	if err := fs.Parse(args); err != nil {
 		return nil, false
 	}
-	if o.token == "" {
-		o.token = e.getenv("GITHUB_TOKEN")
+	if err := refused(fs); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke report: bad input, nothing was posted:\n%s\n", indent(err.Error()))
+		return nil, false
 	}
 	o.dirs, o.set = fs.Args(), setFlags(fs)
 	return o, true

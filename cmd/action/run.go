@@ -58,6 +58,10 @@ func (e *env) runAs(ctx context.Context, name, kind string, args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke %s: unexpected argument %q; the serve's command line goes in --serve '...'\n", name, fs.Arg(0))
 		return exitUsage
 	}
+	if err := refused(fs); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke %s: bad input, nothing was started:\n%s\n", name, indent(err.Error()))
+		return exitUsage
+	}
 	var a *githubactions.Action
 	if e.getenv("GITHUB_ACTIONS") == "true" {
 		a = newAction(e.getenv, e.raw)
@@ -67,6 +71,9 @@ func (e *env) runAs(ctx context.Context, name, kind string, args []string) int {
 				return exitUsage
 			}
 		}
+	}
+	if c.GitHubToken == "" {
+		c.GitHubToken = e.getenv("GITHUB_TOKEN")
 	}
 	if kind == report.KindReference && !setFlags(fs)("replies") {
 		c.Replies = max(c.Replies, c.MaxReplies)
@@ -99,6 +106,9 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("%s", console.Text(err.Error()))
 		}
 		return exitUsage
+	}
+	if a != nil && c.GitHubTokenFile != "" {
+		a.AddMask(plan.GitHubToken)
 	}
 	if code, ok := e.historyBaseline(ctx, plan, a); !ok {
 		return code

@@ -112,7 +112,12 @@ type Config struct {
 	CheckName        string
 	Comment          string
 	PRNumber         int // the pull request to comment on from a push; 0: the event's
-	GitHubToken      string
+	// GitHubToken is the token (from the environment: GITHUB_TOKEN or
+	// the action's input), GitHubTokenFile a file holding it instead
+	// (--github-token-file), read by Check. A token is never taken from
+	// the command line, which every user of the machine reads.
+	GitHubToken     string
+	GitHubTokenFile string
 	// Energy is the energy sensor read while the judged replies decode
 	// (energy.ParseSpec: auto, off, nvml, hwmon, ...), EnergyIdle how long
 	// the serve's idle power is read before and after them, and
@@ -440,6 +445,13 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	}
 	if err := CheckPRNumber(c.PRNumber); err != nil {
 		errs = append(errs, err)
+	}
+	if c.GitHubTokenFile != "" {
+		token, err := ReadTokenFile(c.GitHubTokenFile)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		p.GitHubToken = token
 	}
 
 	// The out directory last: only a good configuration creates it.
