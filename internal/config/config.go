@@ -27,6 +27,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/vendortool"
 )
 
 // Config is the gate's settings, by the names of its flags and action inputs.
@@ -236,6 +237,10 @@ type Plan struct {
 	EnergySpec  energy.Spec
 	EnergyOrder []string
 	EnergyEnv   energy.Env
+	// Tools are the vendors' tools the energy readings and the witnesses
+	// run (nvidia-smi, npu-smi): found on PATH by Check, before any serve
+	// starts, and run with the serve's allow-listed environment.
+	Tools *vendortool.Set
 }
 
 // SetBaseline makes b the plan's baseline, taken from where (a file, or a
@@ -434,6 +439,7 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 		bad("--hold %q: pass builtin, none, or command:NAME", c.Hold)
 	}
 
+	p.Tools = vendortool.Find(os.Environ())
 	errs = append(errs, c.checkEnergy(p)...)
 
 	// Reporting.

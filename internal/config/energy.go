@@ -30,7 +30,7 @@ func (c *Config) checkEnergy(p *Plan) []error {
 	}
 	p.EnergySpec, p.EnergyOrder = spec, Presets[c.Preset].Energy
 	if p.EnergyEnv.Sys == "" {
-		p.EnergyEnv = energy.DefaultEnv()
+		p.EnergyEnv = energy.DefaultEnv(p.Tools)
 	}
 	if err != nil || !(c.MaxJoulesPerToken > 0) {
 		return errs

@@ -85,3 +85,25 @@ func TestCheckTokenFile(t *testing.T) {
 		t.Errorf("Check() with a bad token file created --out: %v", err)
 	}
 }
+
+// The vendors' tools are found by Check, before anything starts, and the
+// energy readings run the same ones.
+func TestCheckFindsTools(t *testing.T) {
+	dir := t.TempDir()
+	nv := filepath.Join(dir, "nvidia-smi")
+	if err := os.WriteFile(nv, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	c := good(t)
+	p, err := c.Check(found("llama-server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tool, err := p.Tools.Look("nvidia-smi"); err != nil || tool.Path != nv {
+		t.Errorf("Plan.Tools nvidia-smi = %+v, %v; want %s", tool, err, nv)
+	}
+	if p.EnergyEnv.Tools != p.Tools {
+		t.Error("the energy readings' tools are not the plan's")
+	}
+}

@@ -12,9 +12,10 @@ package energy
 import (
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/vendortool"
 )
 
 // Quantities a source gives.
@@ -141,9 +142,12 @@ func digits(s string) bool {
 // Env is where the sources are found: the sysfs root (/sys) and how a
 // vendor's library and tool are reached. Tests point them elsewhere.
 type Env struct {
-	Sys     string // "/sys"
-	NVML    func(dev int) (Source, error)
-	LookCmd func(string) (string, error) // exec.LookPath
+	Sys  string // "/sys"
+	NVML func(dev int) (Source, error)
+	// Tools are the vendors' tools, found on PATH before the serve
+	// started and run with the serve's allow-listed environment; nil
+	// finds them when a source is opened.
+	Tools *vendortool.Set
 }
 
 // ErrUnavailable marks a source that this runner does not have or cannot
@@ -202,7 +206,7 @@ func openOne(spec Spec, env Env) (Source, error) {
 		}
 		src, err = env.NVML(dev)
 	case "npu-smi":
-		src, err = openNPUSMI(env.lookCmd(), atoi(spec.Arg))
+		src, err = openNPUSMI(env.Tools, atoi(spec.Arg))
 	default:
 		return nil, fmt.Errorf("%q is not a source", spec.Kind)
 	}
@@ -232,17 +236,10 @@ func atoi(s string) int {
 	return n
 }
 
-func (e Env) lookCmd() func(string) (string, error) {
-	if e.LookCmd == nil {
-		return exec.LookPath
-	}
-	return e.LookCmd
-}
-
 // DefaultEnv is where a run finds its sources: /sys, and nvidia-smi and
-// npu-smi on PATH.
-func DefaultEnv() Env {
-	return Env{Sys: "/sys", NVML: OpenNvidiaSMI(exec.LookPath), LookCmd: exec.LookPath}
+// npu-smi of tools (vendortool.Find, before the serve starts).
+func DefaultEnv(tools *vendortool.Set) Env {
+	return Env{Sys: "/sys", NVML: OpenNvidiaSMI(tools), Tools: tools}
 }
 
 // Found is whether one kind of source can be read here, by this user.
