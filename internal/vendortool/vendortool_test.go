@@ -123,7 +123,9 @@ func TestCommandEnvironment(t *testing.T) {
 	slices.Sort(got)
 	want := []string{"CUDA_VISIBLE_DEVICES=1", "HOME=/home/runner", "LD_LIBRARY_PATH=/usr/local/nvidia/lib64", "PATH=" + dir + ":/usr/bin:/bin"}
 	// sh may add PWD of its own.
-	got = slices.DeleteFunc(got, func(kv string) bool { return strings.HasPrefix(kv, "PWD=") || strings.HasPrefix(kv, "OLDPWD=") || strings.HasPrefix(kv, "SHLVL=") || strings.HasPrefix(kv, "_=") })
+	got = slices.DeleteFunc(got, func(kv string) bool {
+		return strings.HasPrefix(kv, "PWD=") || strings.HasPrefix(kv, "OLDPWD=") || strings.HasPrefix(kv, "SHLVL=") || strings.HasPrefix(kv, "_=")
+	})
 	if !slices.Equal(got, want) {
 		t.Errorf("the tool's environment = %q, want %q", got, want)
 	}
