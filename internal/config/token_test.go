@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +106,69 @@ func TestCheckFindsTools(t *testing.T) {
 	}
 	if p.EnergyEnv.Tools != p.Tools {
 		t.Error("the energy readings' tools are not the plan's")
+	}
+}
+
+// A file another user may read or write is refused, as ssh refuses a key
+// others may read: a serve run as another user (nobody) reads the path on
+// the gate's command line and then the token, and a file its group or
+// every user may write can be replaced. So is a file another user owns
+// (its owner may read it whatever its mode). The error says what to do.
+func TestReadTokenFileMode(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "token")
+	if err := os.WriteFile(p, []byte("ghs_abc123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o600, 0o400, 0o640, 0o700, 0o650} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ReadTokenFile(p); err != nil || got != "ghs_abc123" {
+			t.Errorf("ReadTokenFile(mode %04o) = %q, %v; want the token", mode, got, err)
+		}
+	}
+	for _, mode := range []os.FileMode{0o644, 0o604, 0o602, 0o666, 0o660, 0o620} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadTokenFile(p)
+		want := fmt.Sprintf("--github-token-file %s: mode %04o: ", p, mode)
+		if err == nil || got != "" || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "; chmod 600 "+p) {
+			t.Errorf("ReadTokenFile(mode %04o) = %q, %v; want refused, %q...", mode, got, err, want)
+		}
+	}
+}
+
+// Another user's file: refused, its owner may read it. Root's is not.
+func TestReadTokenFileOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte("ghs_abc123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadTokenFile(p); err != nil || got != "ghs_abc123" {
+		t.Errorf("ReadTokenFile(root's) = %q, %v; want the token", got, err)
+	}
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadTokenFile(p)
+	if want := "--github-token-file " + p + ": owned by uid 65534, not this user (uid 0) nor root: its owner may read it; chown it to this user"; err == nil || got != "" || err.Error() != want {
+		t.Errorf("ReadTokenFile(nobody's) = %q, %v; want %q", got, err, want)
+	}
+}
+
+// A byte order mark (a file saved by Windows' Notepad) is no part of the
+// token.
+func TestReadTokenFileBOM(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte("\ufeffghs_abc123\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadTokenFile(p); err != nil || got != "ghs_abc123" {
+		t.Errorf("ReadTokenFile(with a BOM, CRLF) = %q, %v; want the token", got, err)
 	}
 }
