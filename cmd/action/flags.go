@@ -90,12 +90,15 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	tokenFlags(fs, &c.GitHubToken, &c.GitHubTokenFile, "the check run and the comment")
 }
 
+// tokenFrom says where a token comes from, for an error that lacks one.
+const tokenFrom = "set GITHUB_TOKEN in the environment (the action's github-token input does) or pass --github-token-file FILE"
+
 // tokenFlags defines a command's token flags on fs: --github-token-file,
 // into file, and --github-token, refused on the command line (refused),
 // whose action input (INPUT_GITHUB-TOKEN, an environment variable) goes
 // into token. what says what the token is for.
 func tokenFlags(fs *flag.FlagSet, token, file *string, what string) {
-	fs.Var(&secretFlag{input: token, instead: "set GITHUB_TOKEN in the environment (the action's github-token input does) or pass --github-token-file FILE"}, "github-token",
+	fs.Var(&secretFlag{input: token, instead: tokenFrom}, "github-token",
 		"refused: a token on the command line is readable by every user of this machine; the token comes from $GITHUB_TOKEN or --github-token-file")
 	fs.StringVar(file, "github-token-file", *file, "a file holding the token for "+what+", read once (default: $GITHUB_TOKEN; never printed)")
 }

@@ -283,7 +283,7 @@ func (e *env) historySource(gc *publish.Context, token, pattern string) (*histor
 		return nil, errors.New("--baseline github: needs the GitHub context (GITHUB_REPOSITORY)")
 	}
 	if token == "" {
-		return nil, errors.New("--baseline github: needs a token with actions: read; pass --github-token or set GITHUB_TOKEN")
+		return nil, errors.New("--baseline github: needs a token with actions: read; " + tokenFrom)
 	}
 	wf, err := history.WorkflowFile(e.getenv("GITHUB_WORKFLOW_REF"))
 	if err != nil {

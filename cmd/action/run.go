@@ -232,7 +232,9 @@ func (e *env) publisher(a *githubactions.Action, token, checkName string, commen
 		gc.PR = pr
 	}
 	if token == "" {
-		a.Noticef("no github-token: the check run and the PR comment are skipped; pass github-token: ${{ github.token }} with checks: write and pull-requests: write")
+		// run as the action takes the input; publish and report, run:
+		// steps, take the step's environment.
+		a.Noticef("no token: the check run and the PR comment are skipped; give the action github-token: ${{ github.token }}, or a run: step env: GITHUB_TOKEN: ${{ github.token }} (or --github-token-file FILE), with checks: write and pull-requests: write")
 		return gc, nil
 	}
 	client, err := publish.NewClient(gc, token, publish.DefaultRetry(), nil)
