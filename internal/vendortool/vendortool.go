@@ -13,7 +13,10 @@
 //     serve cannot put a tool of its own on a PATH directory it can write
 //     and have the gate run it later. A relative PATH entry (a directory
 //     named from the gate's working directory) is passed over, and so is
-//     a directory or a tool any user may write (/tmp on PATH);
+//     a directory or a tool another user may write (/tmp on PATH, a
+//     directory another user owns, one below a directory any user may
+//     write), and a tool found through a link is kept as the file the
+//     link named then;
 //   - started with the serve's allow-listed environment
 //     (internal/serveenv, with nothing given by --serve-env), never the
 //     gate's own: a tool gets PATH, the locale, the dynamic linker's path
@@ -32,6 +35,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
 )
@@ -50,7 +54,7 @@ type Set struct {
 // Tool is one tool as found.
 type Tool struct {
 	Name string
-	Path string // absolute
+	Path string // absolute, its links resolved when it was found
 	env  []string
 }
 
@@ -74,27 +78,55 @@ func Find(environ []string) *Set {
 }
 
 // look finds name in the absolute directories of path, by exec.LookPath's
-// test of a file (it exists, is no directory, this user may run it). A
-// directory or file any user may write is passed over: a serve run as
-// another user could have put a tool of its own there, in an earlier run.
+// test of a file (it exists, is no directory, this user may run it), and
+// returns the file it is, its links followed: a link a serve may re-point
+// later is not read again. A file another user may write is passed over
+// (another user's serve could have put a tool of its own there, in an
+// earlier run): one any user may write, or in a directory any user may
+// write, or owned by another user than root and this one (its owner may
+// write it whatever its mode), or below a directory such a user may
+// rename it from (one any user may write without the sticky bit, or
+// owned by such a user).
 func look(name, path string) (string, bool) {
 	for _, dir := range filepath.SplitList(path) {
-		if !filepath.IsAbs(dir) || anyoneWrites(dir) {
+		if !filepath.IsAbs(dir) {
 			continue
 		}
-		p := filepath.Join(dir, name)
-		if _, err := exec.LookPath(p); err == nil && !anyoneWrites(p) {
+		p, err := filepath.EvalSymlinks(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		if _, err := exec.LookPath(p); err == nil && !othersWrite(p) {
 			return p, true
 		}
 	}
 	return "", false
 }
 
-// anyoneWrites reports whether every user may write path (what a link
-// names), or it cannot be looked at.
-func anyoneWrites(path string) bool {
-	st, err := os.Stat(path)
-	return err != nil || st.Mode().Perm()&0o002 != 0
+// othersWrite reports whether a user other than root and this one may
+// write p (a file's path, its links resolved) or put another file in its
+// place, or p or a directory above it cannot be looked at.
+func othersWrite(p string) bool {
+	me := uint32(os.Geteuid())
+	for q, last := p, true; ; q, last = filepath.Dir(q), false {
+		st, err := os.Stat(q)
+		if err != nil {
+			return true
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && sys.Uid != me {
+			return true
+		}
+		// The file and its directory: no user but their owner's may write
+		// them. Above: what any user may write needs the sticky bit, so
+		// that what is in it stays its owner's.
+		anyone := st.Mode().Perm()&0o002 != 0
+		if anyone && (last || q == filepath.Dir(p) || st.Mode()&os.ModeSticky == 0) {
+			return true
+		}
+		if q == filepath.Dir(q) {
+			return false
+		}
+	}
 }
 
 // Look is name as found; the error wraps exec.ErrNotFound where it was
@@ -122,6 +154,9 @@ func (s *Set) Env() []string {
 // makes it, with the tools' environment.
 func (t Tool) Command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, t.Path, args...)
+	if t.Name != "" {
+		cmd.Args[0] = t.Name // the name it was found by, not its file's
+	}
 	cmd.Env = slices.Clone(t.env)
 	if cmd.Env == nil {
 		cmd.Env = []string{} // nil would be the gate's own

@@ -155,3 +155,83 @@ func TestNilSet(t *testing.T) {
 		t.Errorf("nil Env() = %q", env)
 	}
 }
+
+// A directory or tool another user owns is that user's to write, whatever
+// its mode: a serve run as that user could put a tool of its own there.
+// So is a directory below one any user may write (and no sticky bit
+// keeps them from renaming what is in it). Root's and this user's are
+// taken.
+func TestFindOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	root := t.TempDir()
+	theirs, mine := filepath.Join(root, "theirs"), filepath.Join(root, "mine")
+	tool(t, theirs, "nvidia-smi")
+	want := tool(t, mine, "nvidia-smi")
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	// A tool of theirs in a directory of root's.
+	other := tool(t, filepath.Join(root, "other"), "npu-smi")
+	if err := os.Chown(other, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	s := Find([]string{"PATH=" + theirs + ":" + filepath.Dir(other) + ":" + mine})
+	if got, err := s.Look("nvidia-smi"); err != nil || got.Path != want {
+		t.Errorf("Look(nvidia-smi) past a directory nobody owns = %+v, %v; want %s", got, err, want)
+	}
+	if got, err := s.Look("npu-smi"); !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("Look(npu-smi), a tool nobody owns = %+v, %v; want not found", got, err)
+	}
+	// Below a directory anyone may write, without the sticky bit.
+	open := filepath.Join(root, "open")
+	below := tool(t, filepath.Join(open, "bin"), "npu-smi")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Find([]string{"PATH=" + filepath.Dir(below)}).Look("npu-smi"); !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("Look(npu-smi) below a directory anyone writes = %+v, %v; want not found", got, err)
+	}
+	// With the sticky bit (as /tmp), what is in it stays its owner's.
+	if err := os.Chmod(open, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Find([]string{"PATH=" + filepath.Dir(below)}).Look("npu-smi"); err != nil || got.Path != below {
+		t.Errorf("Look(npu-smi) below a sticky directory = %+v, %v; want %s", got, err, below)
+	}
+}
+
+// A PATH entry that is a link is followed once, by Find: the tool found is
+// the file it named then, and the link a serve may re-point later is not
+// read again; nor is a link into a directory another user owns taken.
+func TestFindLink(t *testing.T) {
+	root := t.TempDir()
+	real := tool(t, filepath.Join(root, "real"), "nvidia-smi")
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(filepath.Join(root, "real"), link); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Find([]string{"PATH=" + link}).Look("nvidia-smi")
+	if err != nil || got.Path != real {
+		t.Errorf("Look(nvidia-smi) through a link = %+v, %v; want %s", got, err, real)
+	}
+	if cmd := got.Command(context.Background()); len(cmd.Args) == 0 || cmd.Args[0] != "nvidia-smi" {
+		t.Errorf("the command's argv[0] = %q, want the tool's name", cmd.Args)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	theirs := filepath.Join(root, "theirs")
+	tool(t, theirs, "npu-smi")
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	into := filepath.Join(root, "into")
+	if err := os.Symlink(theirs, into); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Find([]string{"PATH=" + into}).Look("npu-smi"); !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("Look(npu-smi) through a link into nobody's directory = %+v, %v; want not found", got, err)
+	}
+}
