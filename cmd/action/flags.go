@@ -93,6 +93,9 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 // tokenFrom says where a token comes from, for an error that lacks one.
 const tokenFrom = "set GITHUB_TOKEN in the environment (the action's github-token input does) or pass --github-token-file FILE"
 
+// notPosted says that a token given outside GitHub Actions is not used.
+const notPosted = "--github-token-file: not inside GitHub Actions (GITHUB_ACTIONS is not true), so no check run or comment is posted; they are posted from a workflow job"
+
 // tokenFlags defines a command's token flags on fs: --github-token-file,
 // into file, and --github-token, refused on the command line (refused),
 // whose action input (INPUT_GITHUB-TOKEN, an environment variable) goes

@@ -39,6 +39,9 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 	}
 	o.token = token
 	inActions := e.getenv("GITHUB_ACTIONS") == "true"
+	if !inActions && o.c.GitHubTokenFile != "" {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke report: %s\n", notPosted)
+	}
 	jobs, problems := o.check(inActions)
 	if len(problems) > 0 {
 		return e.reportBadInput(ctx, inActions, o.token, o.c.CheckName, started, problems)

@@ -110,6 +110,9 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 	if a != nil && c.GitHubTokenFile != "" {
 		a.AddMask(plan.GitHubToken)
 	}
+	if a == nil && c.GitHubTokenFile != "" {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: %s\n", notPosted)
+	}
 	if code, ok := e.historyBaseline(ctx, plan, a); !ok {
 		return code
 	}
