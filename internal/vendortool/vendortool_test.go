@@ -235,3 +235,29 @@ func TestFindLink(t *testing.T) {
 		t.Errorf("Look(npu-smi) through a link into nobody's directory = %+v, %v; want not found", got, err)
 	}
 }
+
+// In a user namespace, a file owned outside it shows as the overflow uid,
+// which no process inside can be unless the namespace maps that uid too.
+func TestOutside(t *testing.T) {
+	for _, tt := range []struct {
+		uid              uint32
+		uidMap, overflow string
+		want             bool
+	}{
+		{65534, "         0          0 4294967295\n", "65534\n", false}, // no namespace: it is nobody's
+		{65534, "         0       1000          1\n", "65534\n", true},  // only 0 mapped
+		{65534, "0 100000 65536\n", "65534\n", false},                   // 65534 mapped: nobody inside
+		{65534, "0 100000 65534\n", "65534\n", true},                    // one short of it
+		{65533, "0 100000 65534\n", "65534\n", false},                   // not the overflow uid
+		{70000, "0 100000 65534\n", "70000\n", true},
+		{65534, "0 100000 65534\n", "", true},   // unreadable: 65534
+		{65534, "", "65534\n", false},           // no map read: not known
+		{65534, "0 100000\n", "65534\n", false}, // a map not understood
+		{65534, "0 1000 1\n65534 2000 1\n", "65534\n", false},
+		{65534, "0 1000 1\n65535 2000 1\n", "65534\n", true},
+	} {
+		if got := outside(tt.uid, tt.uidMap, tt.overflow); got != tt.want {
+			t.Errorf("outside(%d, %q, %q) = %v, want %v", tt.uid, tt.uidMap, tt.overflow, got, tt.want)
+		}
+	}
+}
