@@ -81,6 +81,7 @@ func TestFromInputs(t *testing.T) {
 		"INPUT_REPLIES":        "",
 		"INPUT_PR-NUMBER":      "12",
 		"INPUT_ORDER-SEED":     "42",
+		"INPUT_GITHUB-TOKEN":   "ghs_input",
 	}
 	c := config.Default()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -91,6 +92,14 @@ func TestFromInputs(t *testing.T) {
 	}
 	if c.Serve != "llama-server --port {port}" || c.FirstTokenMS != 450 || c.Replies != config.Default().Replies || c.PRNumber != 12 {
 		t.Errorf("fromInputs() config = serve %q, first-token %v, replies %d, pr %d", c.Serve, c.FirstTokenMS, c.Replies, c.PRNumber)
+	}
+	// The token's input is an environment variable, not the command line:
+	// taken, not refused.
+	if c.GitHubToken != "ghs_input" {
+		t.Errorf("fromInputs() token = %q, want the input's", c.GitHubToken)
+	}
+	if err := refused(fs); err != nil {
+		t.Errorf("refused() after the token's input = %v, want nil", err)
 	}
 	if c.OrderSeed == nil || *c.OrderSeed != 42 {
 		t.Errorf("fromInputs() order seed = %v, want 42", c.OrderSeed)

@@ -87,7 +87,66 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.CheckName, "check-name", c.CheckName, "the check run's name (what a required status check matches)")
 	fs.StringVar(&c.Comment, "comment", c.Comment, "on-pr (a sticky PR comment) or never")
 	fs.IntVar(&c.PRNumber, "pr-number", c.PRNumber, "pull request to comment on when the event is not one (a push)")
-	fs.StringVar(&c.GitHubToken, "github-token", c.GitHubToken, "token for the check run and the comment (never printed)")
+	tokenFlags(fs, &c.GitHubToken, &c.GitHubTokenFile, "the check run and the comment")
+}
+
+// tokenFrom says where a token comes from, for an error that lacks one.
+const tokenFrom = "set GITHUB_TOKEN in the environment (the action's github-token input does) or pass --github-token-file FILE"
+
+// notPosted says that a token given outside GitHub Actions is not used.
+const notPosted = "--github-token-file: not inside GitHub Actions (GITHUB_ACTIONS is not true), so no check run or comment is posted; they are posted from a workflow job"
+
+// tokenFlags defines a command's token flags on fs: --github-token-file,
+// into file, and --github-token, refused on the command line (refused),
+// whose action input (INPUT_GITHUB-TOKEN, an environment variable) goes
+// into token. what says what the token is for.
+func tokenFlags(fs *flag.FlagSet, token, file *string, what string) {
+	fs.Var(&secretFlag{input: token, instead: tokenFrom}, "github-token",
+		"refused: a token on the command line is readable by every user of this machine; the token comes from $GITHUB_TOKEN or --github-token-file")
+	fs.StringVar(file, "github-token-file", *file, "a file holding the token for "+what+", read once (default: $GITHUB_TOKEN; never printed)")
+}
+
+// githubToken is the token of a command that reads no action input: the
+// file's (--github-token-file) when one is given, else $GITHUB_TOKEN.
+func (e *env) githubToken(file string) (string, error) {
+	if file != "" {
+		return config.ReadTokenFile(file)
+	}
+	return e.getenv("GITHUB_TOKEN"), nil
+}
+
+// secretFlag is a flag that would carry a secret: given on the command
+// line, which every user of the machine reads in /proc/PID/cmdline (a
+// process that is not dumpable hides its environment, not its command
+// line), it is refused by name (refused), its value neither kept nor
+// shown (the flag package shows a value its Set refuses). The action's
+// input of its name, an environment variable, fills input (fromInputs).
+type secretFlag struct {
+	input   *string
+	instead string // what to do instead
+	given   bool
+}
+
+func (s *secretFlag) String() string { return "" }
+
+func (s *secretFlag) Set(string) error {
+	s.given = true
+	return nil
+}
+
+// refused says which secret flags of fs were given on the command line, and
+// what to do instead, or nil.
+func refused(fs *flag.FlagSet) error {
+	var errs []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if s, ok := f.Value.(*secretFlag); ok && s.given {
+			errs = append(errs, fmt.Sprintf("--%s: a secret on the command line is readable by every user of this machine (/proc/PID/cmdline); %s", f.Name, s.instead))
+		}
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return nil
 }
 
 // referenceFlags defines the agreement's flags on fs, writing into c: the
@@ -106,6 +165,10 @@ func fromInputs(fs *flag.FlagSet, a *githubactions.Action) error {
 	fs.VisitAll(func(f *flag.Flag) {
 		v := a.GetInput(f.Name)
 		if v == "" {
+			return
+		}
+		if s, ok := f.Value.(*secretFlag); ok {
+			*s.input = v
 			return
 		}
 		values := []string{v}

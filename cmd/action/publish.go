@@ -38,9 +38,13 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 	trustedFlags(fs, &c)
 	fs.StringVar(&c.Comment, "comment", c.Comment, "on-pr or never")
 	fs.IntVar(&c.PRNumber, "pr-number", 0, "the pull request (default: the event's, else the run's own, checked against its head)")
-	fs.StringVar(&c.GitHubToken, "github-token", e.getenv("GITHUB_TOKEN"), "token (default: $GITHUB_TOKEN; never printed)")
+	tokenFlags(fs, &c.GitHubToken, &c.GitHubTokenFile, "the check run and the comment")
 	dir, ok := e.parseDir(fs, args)
 	if !ok {
+		return exitUsage
+	}
+	if err := refused(fs); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: bad input, nothing was posted:\n%s\n", indent(err.Error()))
 		return exitUsage
 	}
 	if problems := publishInput(&c, setFlags(fs)); problems != "" {
@@ -54,6 +58,12 @@ func (e *env) publishRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: not inside GitHub Actions (GITHUB_ACTIONS is not true); run it in a workflow job\n")
 		return exitUsage
 	}
+	token, err := e.githubToken(c.GitHubTokenFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke publish: bad input, nothing was posted:\n%s\n", indent(err.Error()))
+		return exitUsage
+	}
+	c.GitHubToken = token
 	a := newAction(e.getenv, e.raw)
 	if c.GitHubToken != "" {
 		a.AddMask(c.GitHubToken)
@@ -184,7 +194,7 @@ func publishInput(c *config.Config, set func(string) bool) string {
 func trustedFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.Load, "load", c.Load, "the streams the run's load rounds were asked with (the gate's --load): a run without such rounds fails its load row (0: none asked; rounds a run holds are judged all the same)")
 	fs.StringVar(&c.LoadExpect, "load-expect", c.LoadExpect, "batch or serial: what the serve's load rounds are judged as (default: the preset's, serial for ovms and flm, else batch)")
-	fs.Float64Var(&c.LoadEfficiency, "load-efficiency", c.LoadEfficiency, "batch: the least η of a round")
+	fs.Float64Var(&c.LoadEfficiency, "load-efficiency", c.LoadEfficiency, "batch: the least η of a round (0: the gate's default at the run's streams, 0.5, or 1.3/N where higher)")
 	fs.Float64Var(&c.LoadFirstTokenMS, "load-first-token-ms", c.LoadFirstTokenMS, "batch: the most a round's worst first token may take, ms (0: twice --first-token-ms)")
 	fs.StringVar(&c.Witness, "witness", c.Witness, "on or off: weigh what the run's witnesses saw of the serve's processes, against the classes given here")
 	fs.Var(&patterns{list: &c.WitnessDevices}, "witness-device", "glob of a device node the fast route's processes hold open (repeatable; default: the preset's)")
@@ -201,8 +211,10 @@ func trustedInput(c *config.Config) []string {
 	if c.LoadExpect != "" && c.LoadExpect != judge.LoadBatch && c.LoadExpect != judge.LoadSerial {
 		problems = append(problems, fmt.Sprintf("--load-expect %q: pass batch (the serve decodes the streams together) or serial (it takes one request at a time)", c.LoadExpect))
 	}
-	if !(c.LoadEfficiency > 0 && c.LoadEfficiency <= 1) {
-		problems = append(problems, fmt.Sprintf("--load-efficiency %v: pass a fraction above 0 and at most 1 of N single streams' rate, e.g. 0.5", c.LoadEfficiency))
+	if e := c.LoadEfficiency; e != 0 && !(e > 0 && e <= 1) {
+		problems = append(problems, fmt.Sprintf("--load-efficiency %v: pass a fraction above 0 and at most 1 of N single streams' rate, or 0 for the default at the run's streams (0.5, or 1.3/N where higher)", e))
+	} else if why := config.SlicedFloor(e, c.Load); e != 0 && c.Load > 0 && why != "" && c.LoadExpect != judge.LoadSerial {
+		problems = append(problems, why)
 	}
 	if !(c.LoadFirstTokenMS >= 0) || math.IsInf(c.LoadFirstTokenMS, 0) {
 		problems = append(problems, fmt.Sprintf("--load-first-token-ms %v: pass a positive number of milliseconds, or 0 for twice --first-token-ms", c.LoadFirstTokenMS))

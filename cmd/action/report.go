@@ -31,7 +31,17 @@ func (e *env) reportRuns(ctx context.Context, args []string) int {
 	if e.parseOnly {
 		return exitPass
 	}
+	// The token is read after parsing, so that -h never prints it.
+	token, err := e.githubToken(o.c.GitHubTokenFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke report: bad input, nothing was posted:\n%s\n", indent(err.Error()))
+		return exitUsage
+	}
+	o.token = token
 	inActions := e.getenv("GITHUB_ACTIONS") == "true"
+	if !inActions && o.c.GitHubTokenFile != "" {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke report: %s\n", notPosted)
+	}
 	jobs, problems := o.check(inActions)
 	if len(problems) > 0 {
 		return e.reportBadInput(ctx, inActions, o.token, o.c.CheckName, started, problems)
@@ -80,13 +90,13 @@ func (e *env) reportFlags(args []string) (*reportOptions, bool) {
 	fs.StringVar(&o.summary, "summary", "", "also write the merged Markdown to this file")
 	fs.StringVar(&d.Comment, "comment", d.Comment, "on-pr or never")
 	fs.IntVar(&d.PRNumber, "pr-number", 0, "a pull request to comment on when the event is not one")
-	// The default is read after parsing, so that -h never prints it.
-	fs.StringVar(&o.token, "github-token", "", "token (default: $GITHUB_TOKEN; never printed)")
+	tokenFlags(fs, &o.token, &d.GitHubTokenFile, "the check run and the comment")
 	if err := fs.Parse(args); err != nil {
 		return nil, false
 	}
-	if o.token == "" {
-		o.token = e.getenv("GITHUB_TOKEN")
+	if err := refused(fs); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke report: bad input, nothing was posted:\n%s\n", indent(err.Error()))
+		return nil, false
 	}
 	o.dirs, o.set = fs.Args(), setFlags(fs)
 	return o, true
@@ -280,7 +290,7 @@ func (e *env) historySource(gc *publish.Context, token, pattern string) (*histor
 		return nil, errors.New("--baseline github: needs the GitHub context (GITHUB_REPOSITORY)")
 	}
 	if token == "" {
-		return nil, errors.New("--baseline github: needs a token with actions: read; pass --github-token or set GITHUB_TOKEN")
+		return nil, errors.New("--baseline github: needs a token with actions: read; " + tokenFrom)
 	}
 	wf, err := history.WorkflowFile(e.getenv("GITHUB_WORKFLOW_REF"))
 	if err != nil {

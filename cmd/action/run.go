@@ -58,6 +58,10 @@ func (e *env) runAs(ctx context.Context, name, kind string, args []string) int {
 		fmt.Fprintf(e.stderr, "npu-serve-smoke %s: unexpected argument %q; the serve's command line goes in --serve '...'\n", name, fs.Arg(0))
 		return exitUsage
 	}
+	if err := refused(fs); err != nil {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke %s: bad input, nothing was started:\n%s\n", name, indent(err.Error()))
+		return exitUsage
+	}
 	var a *githubactions.Action
 	if e.getenv("GITHUB_ACTIONS") == "true" {
 		a = newAction(e.getenv, e.raw)
@@ -67,6 +71,9 @@ func (e *env) runAs(ctx context.Context, name, kind string, args []string) int {
 				return exitUsage
 			}
 		}
+	}
+	if c.GitHubToken == "" {
+		c.GitHubToken = e.getenv("GITHUB_TOKEN")
 	}
 	if kind == report.KindReference && !setFlags(fs)("replies") {
 		c.Replies = max(c.Replies, c.MaxReplies)
@@ -99,6 +106,12 @@ func (e *env) gate(ctx context.Context, c config.Config, a *githubactions.Action
 			a.WithFieldsMap(map[string]string{"title": "npu serve smoke: bad input"}).Errorf("%s", console.Text(err.Error()))
 		}
 		return exitUsage
+	}
+	if a != nil && c.GitHubTokenFile != "" {
+		a.AddMask(plan.GitHubToken)
+	}
+	if a == nil && c.GitHubTokenFile != "" {
+		fmt.Fprintf(e.stderr, "npu-serve-smoke: %s\n", notPosted)
 	}
 	if code, ok := e.historyBaseline(ctx, plan, a); !ok {
 		return code
@@ -222,7 +235,9 @@ func (e *env) publisher(a *githubactions.Action, token, checkName string, commen
 		gc.PR = pr
 	}
 	if token == "" {
-		a.Noticef("no github-token: the check run and the PR comment are skipped; pass github-token: ${{ github.token }} with checks: write and pull-requests: write")
+		// run as the action takes the input; publish and report, run:
+		// steps, take the step's environment.
+		a.Noticef("no token: the check run and the PR comment are skipped; give the action github-token: ${{ github.token }}, or a run: step env: GITHUB_TOKEN: ${{ github.token }} (or --github-token-file FILE), with checks: write and pull-requests: write")
 		return gc, nil
 	}
 	client, err := publish.NewClient(gc, token, publish.DefaultRetry(), nil)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serve"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/vendortool"
 )
 
 // Exit codes of npu-hold itself; a command run under the ticket returns its
@@ -444,7 +444,8 @@ func takeTerminalBack(tty *os.File) {
 // as this user, and what to change where one cannot be read. None is a
 // warning, never a failure: the energy row is then "unavailable".
 func energyChecks(sys string) []hold.Check {
-	env := energy.Env{Sys: sys, NVML: energy.OpenNvidiaSMI(exec.LookPath), LookCmd: exec.LookPath}
+	tools := vendortool.Find(os.Environ())
+	env := energy.Env{Sys: sys, NVML: energy.OpenNvidiaSMI(tools), Tools: tools}
 	var cs []hold.Check
 	readable := 0
 	for _, f := range energy.Survey(env) {

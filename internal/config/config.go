@@ -27,6 +27,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/prompts"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/vendortool"
 )
 
 // Config is the gate's settings, by the names of its flags and action inputs.
@@ -112,7 +113,12 @@ type Config struct {
 	CheckName        string
 	Comment          string
 	PRNumber         int // the pull request to comment on from a push; 0: the event's
-	GitHubToken      string
+	// GitHubToken is the token (from the environment: GITHUB_TOKEN or
+	// the action's input), GitHubTokenFile a file holding it instead
+	// (--github-token-file), read by Check. A token is never taken from
+	// the command line, which every user of the machine reads.
+	GitHubToken     string
+	GitHubTokenFile string
 	// Energy is the energy sensor read while the judged replies decode
 	// (energy.ParseSpec: auto, off, nvml, hwmon, ...), EnergyIdle how long
 	// the serve's idle power is read before and after them, and
@@ -230,6 +236,10 @@ type Plan struct {
 	EnergySpec  energy.Spec
 	EnergyOrder []string
 	EnergyEnv   energy.Env
+	// Tools are the vendors' tools the energy readings and the witnesses
+	// run (nvidia-smi, npu-smi): found on PATH by Check, before any serve
+	// starts, and run with the serve's allow-listed environment.
+	Tools *vendortool.Set
 }
 
 // SetBaseline makes b the plan's baseline, taken from where (a file, or a
@@ -438,6 +448,7 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 		bad("--hold %q: pass builtin, none, or command:NAME", c.Hold)
 	}
 
+	p.Tools = vendortool.Find(os.Environ())
 	errs = append(errs, c.checkEnergy(p)...)
 
 	// Reporting.
@@ -449,6 +460,13 @@ func (c Config) Check(lookPath LookPath) (*Plan, error) {
 	}
 	if err := CheckPRNumber(c.PRNumber); err != nil {
 		errs = append(errs, err)
+	}
+	if c.GitHubTokenFile != "" {
+		token, err := ReadTokenFile(c.GitHubTokenFile)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		p.GitHubToken = token
 	}
 
 	// The out directory last: only a good configuration creates it.

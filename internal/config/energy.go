@@ -35,7 +35,7 @@ func (c *Config) checkEnergy(p *Plan) []error {
 	}
 	p.EnergySpec, p.EnergyOrder = spec, Presets[c.Preset].Energy
 	if p.EnergyEnv.Sys == "" {
-		p.EnergyEnv = energy.DefaultEnv()
+		p.EnergyEnv = energy.DefaultEnv(p.Tools)
 	}
 	if err != nil || !(c.MaxJoulesPerToken > 0) {
 		return errs
@@ -91,15 +91,15 @@ func SourceWritableBy(spec energy.Spec, info energy.Info, env energy.Env, uid ui
 		return "", SensorWritableBy(spec.Arg, uid)
 	}
 	name := energy.ToolOf(info)
-	if name == "" || uid == 0 || env.LookCmd == nil {
+	if name == "" || uid == 0 {
 		return "", ""
 	}
-	path, err := env.LookCmd(name)
+	t, err := env.Tools.Look(name)
 	if err != nil {
 		return "", ""
 	}
-	if why := SensorWritableBy(path, uid); why != "" {
-		return path, why
+	if why := SensorWritableBy(t.Path, uid); why != "" {
+		return t.Path, why
 	}
 	return "", ""
 }

@@ -47,7 +47,9 @@ func (c *Config) LoadLimits() judge.LoadLimits {
 // or the default for --load N (judge.DefaultEfficiency: 0.5, and 0.65 at
 // --load 2, above the 1/2 of a serve that time-slices).
 func (c *Config) LoadFloor() float64 {
-	if c.LoadEfficiency != 0 {
+	if c.LoadEfficiency != 0 || c.Load == 0 {
+		// With no --load, 0 leaves the default to the streams a run's
+		// rounds hold (evidence.Trust).
 		return c.LoadEfficiency
 	}
 	return judge.DefaultEfficiency(c.Load)

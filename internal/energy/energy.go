@@ -12,9 +12,10 @@ package energy
 import (
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/vendortool"
 )
 
 // Quantities a source gives.
@@ -141,9 +142,12 @@ func digits(s string) bool {
 // Env is where the sources are found: the sysfs root (/sys) and how a
 // vendor's library and tool are reached. Tests point them elsewhere.
 type Env struct {
-	Sys     string // "/sys"
-	NVML    func(dev int) (Source, error)
-	LookCmd func(string) (string, error) // exec.LookPath
+	Sys  string // "/sys"
+	NVML func(dev int) (Source, error)
+	// Tools are the vendors' tools, found on PATH before the serve
+	// started and run with the serve's allow-listed environment; nil
+	// finds them when a source is opened.
+	Tools *vendortool.Set
 	// ServeUID, where not 0, is the serve's user: a counter: or power:
 	// file it owns is refused at each read (one it made in the sensor's
 	// place once the configuration was checked).
@@ -206,7 +210,7 @@ func openOne(spec Spec, env Env) (Source, error) {
 		}
 		src, err = env.NVML(dev)
 	case "npu-smi":
-		src, err = openNPUSMI(env.lookCmd(), atoi(spec.Arg))
+		src, err = openNPUSMI(env.Tools, atoi(spec.Arg))
 	default:
 		return nil, fmt.Errorf("%q is not a source", spec.Kind)
 	}
@@ -236,41 +240,10 @@ func atoi(s string) int {
 	return n
 }
 
-func (e Env) lookCmd() func(string) (string, error) {
-	if e.LookCmd == nil {
-		return exec.LookPath
-	}
-	return e.LookCmd
-}
-
 // DefaultEnv is where a run finds its sources: /sys, and nvidia-smi and
-// npu-smi on PATH as it is now, when the configuration is checked: a tool
-// put earlier on PATH once the serve runs (by a serve that may write a
-// directory there) is not the one read.
-func DefaultEnv() Env {
-	look := PinnedLook(exec.LookPath, "nvidia-smi", "npu-smi")
-	return Env{Sys: "/sys", NVML: OpenNvidiaSMI(look), LookCmd: look}
-}
-
-// PinnedLook looks each of names up with look now and gives those answers
-// from then on; a name not among them is not found.
-func PinnedLook(look func(string) (string, error), names ...string) func(string) (string, error) {
-	type found struct {
-		path string
-		err  error
-	}
-	pinned := map[string]found{}
-	for _, n := range names {
-		p, err := look(n)
-		pinned[n] = found{p, err}
-	}
-	return func(n string) (string, error) {
-		f, ok := pinned[n]
-		if !ok {
-			return "", &exec.Error{Name: n, Err: exec.ErrNotFound}
-		}
-		return f.path, f.err
-	}
+// npu-smi of tools (vendortool.Find, before the serve starts).
+func DefaultEnv(tools *vendortool.Set) Env {
+	return Env{Sys: "/sys", NVML: OpenNvidiaSMI(tools), Tools: tools}
 }
 
 // ToolOf is the program on PATH a source of info runs ("nvidia-smi",

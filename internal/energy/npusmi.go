@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/vendortool"
 )
 
 // npuSMI reads an Ascend device's power with `npu-smi info -t power -i N`,
@@ -24,7 +25,7 @@ import (
 // once a second.
 type npuSMI struct {
 	info Info
-	path string
+	tool vendortool.Tool
 	dev  int
 }
 
@@ -40,12 +41,12 @@ var (
 // npuSMITimeout bounds one run of npu-smi.
 const npuSMITimeout = 5 * time.Second
 
-func openNPUSMI(look func(string) (string, error), dev int) (Source, error) {
-	path, err := look("npu-smi")
+func openNPUSMI(tools *vendortool.Set, dev int) (Source, error) {
+	tool, err := tools.Look("npu-smi")
 	if err != nil {
 		return nil, notHere("npu-smi is not on PATH")
 	}
-	s := &npuSMI{path: path, dev: dev, info: Info{Name: fmt.Sprintf("npu-smi:%d", dev), Quantity: Power, Method: NotKnown, Poll: time.Second}}
+	s := &npuSMI{tool: tool, dev: dev, info: Info{Name: fmt.Sprintf("npu-smi:%d", dev), Quantity: Power, Method: NotKnown, Poll: time.Second}}
 	out, err := s.run()
 	if err != nil {
 		return nil, notHere("%v", err)
@@ -67,7 +68,7 @@ func (s *npuSMI) Close() error { return nil }
 func (s *npuSMI) run() ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), npuSMITimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.path, "info", "-t", "power", "-i", strconv.Itoa(s.dev))
+	cmd := s.tool.Command(ctx, "info", "-t", "power", "-i", strconv.Itoa(s.dev))
 	endsWhole(cmd)
 	var out bytes.Buffer
 	cmd.Stdout = &limited{b: &out, n: 64 << 10}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/vendortool"
 )
 
 // nvidiaSMI reads an NVIDIA GPU's board power through nvidia-smi, NVML's
@@ -43,10 +45,12 @@ const nvidiaSMIPeriod = 100 * time.Millisecond
 // Ampere and newer GPUs: a second (NVML's nvmlDeviceGetPowerUsage).
 const nvidiaSMIAverage = time.Second
 
-// OpenNvidiaSMI is Env.NVML's default: nvidia-smi on PATH, GPU dev.
-func OpenNvidiaSMI(look func(string) (string, error)) func(dev int) (Source, error) {
+// OpenNvidiaSMI is Env.NVML's default: nvidia-smi of tools (found on PATH
+// before the serve started, run with the serve's allow-listed
+// environment), GPU dev.
+func OpenNvidiaSMI(tools *vendortool.Set) func(dev int) (Source, error) {
 	return func(dev int) (Source, error) {
-		path, err := look("nvidia-smi")
+		path, err := tools.Look("nvidia-smi")
 		if err != nil {
 			return nil, notHere("nvidia-smi is not on PATH")
 		}
@@ -67,7 +71,7 @@ func OpenNvidiaSMI(look func(string) (string, error)) func(dev int) (Source, err
 			return nil, notHere("nvidia-smi -i %d gives no power reading: %s", dev, clip(strings.TrimSpace(string(out))+errText(err), 200))
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		cmd := exec.CommandContext(ctx, path, "--query-gpu="+field, "--format=csv,noheader,nounits",
+		cmd := path.Command(ctx, "--query-gpu="+field, "--format=csv,noheader,nounits",
 			"-i", strconv.Itoa(dev), "-lms", strconv.Itoa(int(nvidiaSMIPeriod/time.Millisecond)))
 		// Gone with the gate: a reader never outlives the run.
 		endsWhole(cmd)
@@ -120,10 +124,10 @@ func errText(err error) string {
 	return " (" + err.Error() + ")"
 }
 
-func runNvidiaSMI(path string, dev int, field string) ([]byte, error) {
+func runNvidiaSMI(path vendortool.Tool, dev int, field string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--query-gpu="+field, "--format=csv,noheader,nounits", "-i", strconv.Itoa(dev))
+	cmd := path.Command(ctx, "--query-gpu="+field, "--format=csv,noheader,nounits", "-i", strconv.Itoa(dev))
 	endsWhole(cmd)
 	return cmd.Output()
 }

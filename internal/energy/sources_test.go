@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/vendortool"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -186,18 +187,62 @@ func TestRAPLRootOnly(t *testing.T) {
 }
 
 // fakeTool writes an executable script and a look-up that finds it.
-func fakeTool(t *testing.T, name, script string) func(string) (string, error) {
+func fakeTool(t *testing.T, name, script string) *vendortool.Set {
 	t.Helper()
 	dir := t.TempDir()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return func(n string) (string, error) {
-		if n == name {
-			return p, nil
+	return vendortool.Find(append([]string{"PATH=" + dir + ":/usr/bin:/bin"}, stepSecrets...))
+}
+
+// stepSecrets are what a GitHub Actions step's environment holds and a
+// vendor's tool never gets.
+var stepSecrets = []string{"GITHUB_TOKEN=ghs_fake", "INPUT_GITHUB-TOKEN=ghs_fake", "ACTIONS_RUNTIME_TOKEN=runtime-secret",
+	"ACTIONS_ID_TOKEN_REQUEST_TOKEN=oidc-secret", "GITHUB_OUTPUT=/tmp/out", "GITHUB_ENV=/tmp/env", "GITHUB_PATH=/tmp/path",
+	"GITHUB_STEP_SUMMARY=/tmp/summary", "INPUT_SERVE=llama-server"}
+
+// The vendors' tools start with the serve's allow-list of the environment
+// they were found with: none of the step's secrets, file commands or
+// inputs; the device runtimes' variables and PATH.
+func TestToolEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	seen := filepath.Join(dir, "seen")
+	write := func(name, script string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\nenv >>"+seen+"-"+name+"\n"+script), 0o755); err != nil {
+			t.Fatal(err)
 		}
-		return "", exec.ErrNotFound
+	}
+	write("nvidia-smi", `case " $* " in *" -lms "*) while :; do echo 300; sleep 0.05; done;; esac
+echo 250.5
+`)
+	write("npu-smi", "echo '        Power Dissipation(W)           : 16.9'\n")
+	tools := vendortool.Find(append([]string{"PATH=" + dir + ":/usr/bin:/bin", "CUDA_VISIBLE_DEVICES=1", "ASCEND_RT_VISIBLE_DEVICES=2"}, stepSecrets...))
+	env := Env{Sys: t.TempDir(), NVML: OpenNvidiaSMI(tools), Tools: tools}
+	for _, kind := range []string{"nvml", "npu-smi"} {
+		src, err := openOne(Spec{Kind: kind}, env)
+		if err != nil {
+			t.Fatalf("open %s: %v", kind, err)
+		}
+		src.Close()
+	}
+	for _, name := range []string{"nvidia-smi", "npu-smi"} {
+		b, err := os.ReadFile(seen + "-" + name)
+		if err != nil {
+			t.Fatalf("%s did not run: %v", name, err)
+		}
+		for _, kv := range stepSecrets {
+			k, _, _ := strings.Cut(kv, "=")
+			if strings.Contains(string(b), "\n"+k+"=") || strings.HasPrefix(string(b), k+"=") {
+				t.Errorf("%s ran with %s in its environment:\n%s", name, k, b)
+			}
+		}
+		for _, want := range []string{"PATH=" + dir + ":/usr/bin:/bin", "CUDA_VISIBLE_DEVICES=1", "ASCEND_RT_VISIBLE_DEVICES=2"} {
+			if !strings.Contains(string(b), want+"\n") {
+				t.Errorf("%s ran without %s:\n%s", name, want, b)
+			}
+		}
 	}
 }
 
@@ -283,7 +328,7 @@ echo 250.5
 
 func TestOpenAuto(t *testing.T) {
 	sys := t.TempDir()
-	env := Env{Sys: sys, LookCmd: fakeTool(t, "none", "")}
+	env := Env{Sys: sys, Tools: fakeTool(t, "none", "")}
 	src, passed, err := Open(Spec{Kind: Auto}, nil, env)
 	if err == nil || src != nil || !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("nothing here: %v %v", src, err)
@@ -479,32 +524,6 @@ echo 250.5
 				t.Errorf("%s: info %+v, want %s, lag %v, period %v", c.name, info, c.field, c.lag, c.per)
 			}
 		})
-	}
-}
-
-// DefaultEnv looks nvidia-smi and npu-smi up on PATH once, when it is made
-// (before the serve starts): a tool put earlier on PATH afterwards (by a
-// serve that may write a directory there) is not the one read.
-func TestDefaultEnvPinsTools(t *testing.T) {
-	first, later := t.TempDir(), t.TempDir()
-	for _, dir := range []string{first, later} {
-		for _, name := range []string{"nvidia-smi", "npu-smi"} {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	t.Setenv("PATH", first)
-	env := DefaultEnv()
-	t.Setenv("PATH", later+string(os.PathListSeparator)+first)
-	for _, name := range []string{"nvidia-smi", "npu-smi"} {
-		if got, err := env.LookCmd(name); err != nil || got != filepath.Join(first, name) {
-			t.Errorf("DefaultEnv().LookCmd(%q) after PATH changed = %q, %v, want %q", name, got, err, filepath.Join(first, name))
-		}
-	}
-	t.Setenv("PATH", t.TempDir())
-	if got, err := DefaultEnv().LookCmd("nvidia-smi"); err == nil {
-		t.Errorf("DefaultEnv().LookCmd(nvidia-smi) with none on PATH = %q, want an error", got)
 	}
 }
 

@@ -59,6 +59,9 @@ func trustLoad(res *report.Result, l judge.LoadLimits) (note string) {
 			// The streams the run asked, which its rounds hold
 			// (report.Read refuses a round of another size).
 			l.Streams = lr.Limits.Streams
+			if l.Efficiency == 0 {
+				l.Efficiency = judge.DefaultEfficiency(l.Streams)
+			}
 			lr.Limits = l
 			note = fmt.Sprintf("%s holds load rounds of %d streams, while no --load is asked here: they are judged all the same, but the same artifact with its load section deleted would have no load row at all; pass the gate's --load %d", report.ResultFile, l.Streams, l.Streams)
 		}

@@ -853,7 +853,7 @@ func (g *Gate) witnessFirst(a *asker) *witnessing {
 		g.logf("witness: off (--witness off): the route rests on the log")
 		return nil
 	}
-	w := &witnessing{r: &witness.Reader{Proc: "/proc", Devices: p.WitnessDevices, Libraries: p.WitnessLibraries, Alive: witness.Alive}}
+	w := &witnessing{r: &witness.Reader{Proc: "/proc", Devices: p.WitnessDevices, Libraries: p.WitnessLibraries, Alive: witness.Alive, Tools: p.Tools}}
 	if p.WitnessAccount != "" {
 		w.account = witness.Ask(a.ctx, http.DefaultClient, a.base, p.WitnessAccount, p.Model)
 		g.logf("witness: the serve's own account, %s: %s %s", w.account.Source, quote.Cut(w.account.Text, 200), w.account.Why)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/vendortool"
 )
 
 // fakeTool puts an executable named name on PATH, running script.
@@ -74,5 +76,36 @@ func TestToolBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The vendors' tools run from Tools, as found before the serve started,
+// with its allow-listed environment: none of the step's secrets.
+func TestToolEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	seen := filepath.Join(dir, "seen")
+	if err := os.WriteFile(filepath.Join(dir, "npu-smi"), []byte("#!/bin/sh\nenv >"+seen+"\necho '| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tools := vendortool.Find([]string{"PATH=" + dir + ":/usr/bin:/bin", "ASCEND_RT_VISIBLE_DEVICES=2",
+		"GITHUB_TOKEN=ghs_secret", "INPUT_GITHUB-TOKEN=ghs_secret", "ACTIONS_RUNTIME_TOKEN=secret", "GITHUB_OUTPUT=/o", "GITHUB_STEP_SUMMARY=/m"})
+	// The process's own PATH has no npu-smi: the one found is run.
+	t.Setenv("PATH", "/usr/bin:/bin")
+	r := &Reader{Devices: []string{"/dev/davinci[0-9]*"}, Tools: tools}
+	tool := r.npuSMI(context.Background(), []int{os.Getpid()})
+	if !strings.Contains(tool.Why, "lists none of the serve's processes") {
+		t.Errorf("npu-smi: %+v; want it read", tool)
+	}
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"GITHUB_TOKEN=", "INPUT_GITHUB-TOKEN=", "ACTIONS_RUNTIME_TOKEN=", "GITHUB_OUTPUT=", "GITHUB_STEP_SUMMARY="} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("npu-smi ran with %s in its environment:\n%s", secret, b)
+		}
+	}
+	if !strings.Contains(string(b), "ASCEND_RT_VISIBLE_DEVICES=2\n") {
+		t.Errorf("npu-smi ran without the device runtime's variable:\n%s", b)
 	}
 }

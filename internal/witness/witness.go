@@ -47,6 +47,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/vendortool"
 )
 
 // Bounds of one sample.
@@ -91,8 +92,12 @@ type Reader struct {
 	Devices   []string
 	Libraries []string
 	// Run runs a vendor's tool and returns its output; nil runs it from
-	// PATH. An error wrapping exec.ErrNotFound is a tool not installed.
+	// Tools. An error wrapping exec.ErrNotFound is a tool not installed.
 	Run func(ctx context.Context, name string, args ...string) ([]byte, error)
+	// Tools are the vendors' tools, found on PATH before the serve
+	// started and run with the serve's allow-listed environment; nil
+	// finds them on PATH when one is run.
+	Tools *vendortool.Set
 	// Alive reports whether a process the proc root does not show still
 	// runs (hidden by hidepid, or in another PID namespace); nil takes it
 	// to be gone.
@@ -730,7 +735,7 @@ func (r *Reader) nvidiaSMI(ctx context.Context, pids []int) Tool {
 // MaxToolOutput is how much of a vendor tool's output is read.
 const MaxToolOutput = 1 << 20
 
-// run runs a vendor's tool from PATH in a process group of its own, and
+// run runs a vendor's tool of r.Tools in a process group of its own, and
 // returns what it printed. It never waits past ctx: a tool that does not
 // answer in time is killed with everything it started (a child of its
 // own holding its output open would otherwise keep the gate waiting for
@@ -741,12 +746,13 @@ func (r *Reader) run(ctx context.Context, name string, args ...string) ([]byte, 
 	if r.Run != nil {
 		return r.Run(ctx, name, args...)
 	}
-	if _, err := exec.LookPath(name); err != nil {
+	tool, err := r.Tools.Look(name)
+	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := tool.Command(ctx, args...)
 	// As internal/energy runs the same tools for power: its own group,
 	// killed whole, gone with the gate.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -756,7 +762,7 @@ func (r *Reader) run(ctx context.Context, name string, args ...string) ([]byte, 
 	cmd.WaitDelay = 100 * time.Millisecond
 	out := &capped{max: MaxToolOutput, over: cancel}
 	cmd.Stdout = out
-	err := cmd.Run()
+	err = cmd.Run()
 	left := false
 	if cmd.Process != nil {
 		left = killGroup(cmd.Process.Pid)
