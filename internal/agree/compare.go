@@ -66,7 +66,9 @@ var minLogprob = math.Log(MinProb)
 // Top1 the fraction of them where both sides' most likely token is the same.
 //
 // The reply agrees (OK) when it has no real disagreement (no divergence, or
-// one at a near-tie) and its mean KL is at most b.MaxKL.
+// one at a near-tie), this run listed alternatives (sound ones, after topK)
+// at every shared position where the reference did, and its mean KL is at
+// most b.MaxKL: a run that withholds its lists does not escape the distance.
 //
 // Without logprobs on either side, or with tokens that are not a side's
 // streamed text, the unit is the byte: Agree is the common prefix of the two
@@ -337,9 +339,13 @@ func compareTokens(r *Reply, ref, run *measure.Reply, b Bounds) {
 	var sum, top1 float64
 	var worst float64
 	var rl, ul []measure.Alt
+	withheld := 0 // the first token where the reference listed alternatives and this run none, 1-based
 	for p := 0; p <= last; p++ {
 		rl = topK(rl, rg[p].Top, r.K)
 		ul = topK(ul, ug[p].Top, r.K)
+		if len(rl) > 0 && len(ul) == 0 && withheld == 0 {
+			withheld = p + 1
+		}
 		if len(rl) == 0 || len(ul) == 0 {
 			continue
 		}
@@ -362,6 +368,8 @@ func compareTokens(r *Reply, ref, run *measure.Reply, b Bounds) {
 	// mutation testing can reach.
 	if r.Diverged != nil && !r.Diverged.Tie {
 		r.Why = fmt.Sprintf("a real disagreement at token %d", i+1)
+	} else if withheld > 0 {
+		r.Why = fmt.Sprintf("this run listed no alternatives at token %d, where the reference did: its distance from the reference is not measured", withheld)
 	} else if r.KL != nil && *r.KL > b.MaxKL {
 		r.Why = fmt.Sprintf("the mean KL, %.4f nats, is above %g", *r.KL, b.MaxKL)
 	} else {
