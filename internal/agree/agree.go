@@ -66,6 +66,10 @@ type Divergence struct {
 	// Ended is the side whose reply ended here while the other's went on
 	// (EndedRun, EndedReference); that side's token is empty.
 	Ended string `json:"ended,omitempty"`
+	// Cut says the side that ended had reached the max_tokens it asked
+	// for (finish_reason "length", as many tokens as asked): it was cut,
+	// not ended, and the reply is judged on the tokens both have.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // The defaults of Bounds, set from targets on synthetic pairs (the model of

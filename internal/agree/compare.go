@@ -53,7 +53,10 @@ var minLogprob = math.Log(MinProb)
 // reference's logprobs: the reference could have taken it had its logits
 // been rounded otherwise. How close the reference's own top two are says
 // nothing of the token this run took. A reply that ends where the other goes
-// on diverges there, never at a tie (its end token is not in the lists).
+// on diverges there, never at a tie (its end token is not in the lists),
+// and that is a real disagreement unless it was cut at its max_tokens
+// (Divergence.Cut): a reference recorded with another --max-tokens agrees
+// on the tokens both sides have.
 //
 // The shared positions are those up to and including the first divergence,
 // where both sides saw the same text, and where both sides listed
@@ -66,7 +69,9 @@ var minLogprob = math.Log(MinProb)
 // Top1 the fraction of them where both sides' most likely token is the same.
 //
 // The reply agrees (OK) when it has no real disagreement (no divergence, or
-// one at a near-tie) and its mean KL is at most b.MaxKL.
+// one at a near-tie), this run listed alternatives (sound ones, after topK)
+// at every shared position where the reference did, and its mean KL is at
+// most b.MaxKL: a run that withholds its lists does not escape the distance.
 //
 // Without logprobs on either side, or with tokens that are not a side's
 // streamed text, the unit is the byte: Agree is the common prefix of the two
@@ -337,9 +342,13 @@ func compareTokens(r *Reply, ref, run *measure.Reply, b Bounds) {
 	var sum, top1 float64
 	var worst float64
 	var rl, ul []measure.Alt
+	withheld := 0 // the first token where the reference listed alternatives and this run none, 1-based
 	for p := 0; p <= last; p++ {
 		rl = topK(rl, rg[p].Top, r.K)
 		ul = topK(ul, ug[p].Top, r.K)
+		if len(rl) > 0 && len(ul) == 0 && withheld == 0 {
+			withheld = p + 1
+		}
 		if len(rl) == 0 || len(ul) == 0 {
 			continue
 		}
@@ -356,12 +365,14 @@ func compareTokens(r *Reply, ref, run *measure.Reply, b Bounds) {
 		r.KL, r.MaxKL, r.Top1 = &mean, &worst, &t
 	}
 	if i < r.Of {
-		r.Diverged = divergence(rg, ug, i, r.K, b)
+		r.Diverged = divergence(ref, run, rg, ug, i, r.K, b)
 	}
 	// if, not switch: each condition is then a statement of its own, which
 	// mutation testing can reach.
-	if r.Diverged != nil && !r.Diverged.Tie {
+	if r.Diverged != nil && !r.Diverged.Tie && !r.Diverged.Cut {
 		r.Why = fmt.Sprintf("a real disagreement at token %d", i+1)
+	} else if withheld > 0 {
+		r.Why = fmt.Sprintf("this run listed no alternatives at token %d, where the reference did: its distance from the reference is not measured", withheld)
 	} else if r.KL != nil && *r.KL > b.MaxKL {
 		r.Why = fmt.Sprintf("the mean KL, %.4f nats, is above %g", *r.KL, b.MaxKL)
 	} else {
@@ -371,7 +382,7 @@ func compareTokens(r *Reply, ref, run *measure.Reply, b Bounds) {
 
 // divergence is the first divergence, at position i of the two replies'
 // tokens.
-func divergence(rg, ug []measure.Token, i, k int, b Bounds) *Divergence {
+func divergence(ref, run *measure.Reply, rg, ug []measure.Token, i, k int, b Bounds) *Divergence {
 	d := &Divergence{Position: i, Ended: ended(len(rg), len(ug), i)}
 	if i < len(rg) {
 		d.Ref = soundAlt(&rg[i], k)
@@ -380,6 +391,11 @@ func divergence(rg, ug []measure.Token, i, k int, b Bounds) *Divergence {
 		d.Run = soundAlt(&ug[i], k)
 	}
 	if d.Ended != "" {
+		ender := ref
+		if d.Ended == EndedRun {
+			ender = run
+		}
+		d.Cut = cutAtCap(ender)
 		return d
 	}
 	top := topK(nil, rg[i].Top, k)
@@ -389,6 +405,13 @@ func divergence(rg, ug []measure.Token, i, k int, b Bounds) *Divergence {
 	}
 	d.Tie = d.Gap != nil && *d.Gap <= b.TieMargin
 	return d
+}
+
+// cutAtCap reports whether r stopped at the max_tokens it asked for: its
+// finish_reason "length", and at least that many tokens sent (a "length"
+// short of the cap, or with no cap recorded, is not believed).
+func cutAtCap(r *measure.Reply) bool {
+	return r.FinishReason == "length" && r.MaxTokens > 0 && len(r.Generated) >= r.MaxTokens
 }
 
 // soundAlt is t as an alternative with a logprob fit to report: its own when

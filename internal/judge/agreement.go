@@ -133,6 +133,13 @@ func eachOf(r *agree.Reply) string {
 	if r.Diverged != nil && r.Diverged.Tie {
 		s += fmt.Sprintf(" at a tie (gap %.2f nats)", *r.Diverged.Gap)
 	}
+	if r.Diverged != nil && r.Diverged.Cut {
+		who := "the reference"
+		if r.Diverged.Ended == agree.EndedRun {
+			who = "this run"
+		}
+		s += " (" + who + " cut at its max tokens)"
+	}
 	return s
 }
 

@@ -218,3 +218,21 @@ func TestJudgeAgreementMissing(t *testing.T) {
 		t.Errorf("Judge(missing reference) passed: %+v", v)
 	}
 }
+
+// TestEachOfCut: a reply judged on the tokens both sides have, one cut at
+// its max tokens, says which side was cut.
+func TestEachOfCut(t *testing.T) {
+	for _, c := range []struct{ ended, want string }{
+		{agree.EndedRun, "2/4 (this run cut at its max tokens)"},
+		{agree.EndedReference, "2/4 (the reference cut at its max tokens)"},
+	} {
+		r := agree.Reply{Agree: 2, Of: 4, Unit: agree.UnitTokens, OK: true, Diverged: &agree.Divergence{Position: 2, Ended: c.ended, Cut: true}}
+		if got := eachOf(&r); got != c.want {
+			t.Errorf("eachOf(cut, ended %s) = %q, want %q", c.ended, got, c.want)
+		}
+		r.Diverged.Cut = false
+		if got := eachOf(&r); got != "2/4" {
+			t.Errorf("eachOf(ended %s, not cut) = %q, want \"2/4\"", c.ended, got)
+		}
+	}
+}
