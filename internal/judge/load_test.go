@@ -592,13 +592,29 @@ func TestRoundIncomplete(t *testing.T) {
 	whole := at(128)
 	whole[1].Arrivals = []measure.Arrival{{MS: 200, Chunks: 128}}
 	whole[1].LastMS = ptr(200.0)
+	server := whole[1].Server
+	whole[1].Server = nil
 	if rd := RoundOf(1, whole, s); rd.Failed != `stream 2 is not a completed reply: no decode rate of its own (`+measure.Burst+`); it said "The capital of France is Paris, a city on the Seine."` {
 		t.Errorf("one burst: failed %q", rd.Failed)
 	}
 	s.Source = RateServer
+	whole[1].Server = server
 	if rd := RoundOf(1, whole, s); rd.Failed != "" {
 		t.Errorf("one burst, the serve's own rate judged: failed %q", rd.Failed)
 	}
+	// Read in one burst, the stream's rate judged: the serve's own figures
+	// say it decoded (a loaded runner read it late); without them, or
+	// where they are the serve's own judged figure and missing, it did not.
+	s.Source = RateClient
+	whole[1].Server = &measure.ServerTimings{PredictedN: 128, PredictedMS: 1270}
+	if rd := RoundOf(1, whole, s); rd.Failed != "" {
+		t.Errorf("one burst, the serve's own figures sent: failed %q", rd.Failed)
+	}
+	whole[1].Server = &measure.ServerTimings{PredictedN: 128}
+	if rd := RoundOf(1, whole, s); !strings.Contains(rd.Failed, "no decode rate of its own ("+measure.Burst+")") {
+		t.Errorf("one burst, the serve's figures without a time: failed %q", rd.Failed)
+	}
+	whole[1].Server = nil
 	// What it said is quoted, cut, and the reasoning when it said no
 	// content.
 	r := []measure.Reply{stream(1, 0, 200, 100, 128), busy(2, strings.Repeat("busy\x1b[2J ", 10))}
