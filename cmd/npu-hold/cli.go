@@ -33,7 +33,8 @@ const (
 	exitTimeout = 75 // EX_TEMPFAIL: the device stayed busy past --wait
 )
 
-const usage = `usage:
+func usage() string {
+	return `usage:
   npu-hold [--device npu] [--count 1] [--wait 30m] [--lock-dir DIR] [--pools FILE]
            [--env NAME=VALUE]... [--env-pass NAME]... [--] CMD ARGS...
         run CMD holding the device's ticket (or count devices of the pool); returns CMD's
@@ -46,11 +47,12 @@ const usage = `usage:
   npu-hold doctor [--device npu]
         check the device nodes, driver, firmware, memlock limit, lock directory and pools
 
-The lock directory is $NPU_HOLD_DIR, else ` + hold.DefaultDir + `.
+The lock directory is $NPU_HOLD_DIR, else ` + hold.DefaultDir() + `.
 Pools are declared in $NPU_HOLD_POOLS, else ` + hold.DefaultPools + `.
 While held, ~/NPU-TOKEN holds the holder's facts (a file already there that is not a
 stale token is left as it is).
 `
+}
 
 type env struct {
 	getenv         func(string) string
@@ -76,7 +78,7 @@ func (e *env) command(args []string) int {
 		case "doctor":
 			return e.doctor(args[1:])
 		case "-h", "-help", "--help", "help":
-			fmt.Fprint(e.stdout, usage)
+			fmt.Fprint(e.stdout, usage())
 			return exitOK
 		}
 	}
@@ -94,10 +96,10 @@ type common struct {
 func (e *env) flags(name string, c *common) *flag.FlagSet {
 	fs := flag.NewFlagSet("npu-hold "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
+	fs.Usage = func() { fmt.Fprint(e.stderr, usage()) }
 	dir := e.getenv("NPU_HOLD_DIR")
 	if dir == "" {
-		dir = hold.DefaultDir
+		dir = hold.DefaultDir()
 	}
 	fs.StringVar(&c.device, "device", "npu", "the device")
 	fs.StringVar(&c.lockDir, "lock-dir", dir, "the shared lock directory (mode 1777)")

@@ -263,11 +263,6 @@ func openRegular(dir int, name string) (*os.File, *unix.Stat_t, error) {
 }
 
 // readUpTo reads at most n bytes of f from its start.
-func readUpTo(f *os.File, n int) []byte {
-	b := make([]byte, n)
-	m, _ := f.ReadAt(b, 0)
-	return b[:m]
-}
 
 // renameNoReplace gives tmp the name, only if the name is free.
 func renameNoReplace(dir int, tmp, name string) error {
