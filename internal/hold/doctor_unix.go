@@ -1,3 +1,5 @@
+//go:build unix
+
 package hold
 
 import (
@@ -20,12 +22,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// Check is one finding of the doctor.
-type Check struct {
-	Level string // "ok", "warn" or "FAIL"
-	What  string
-}
 
 // Doctor looks at what a serve on the device needs: the device nodes open,
 // the driver and firmware as sysfs shows them, the memlock limit, and the
@@ -138,9 +134,6 @@ func unwrap(err error) error {
 	}
 	return err
 }
-
-// CommandTimeout bounds each health command the doctor runs.
-const CommandTimeout = 30 * time.Second
 
 // ascendChecks look at a Huawei Ascend NPU: its device nodes (/dev/davinciN,
 // and the driver's /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc, as
