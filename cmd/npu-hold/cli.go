@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
@@ -235,7 +233,7 @@ func (e *env) hold(args []string) int {
 	for {
 		select {
 		case sig := <-sigs:
-			unix.Kill(-p.PID(), sig.(syscall.Signal))
+			signalGroup(p.PID(), sig)
 			continue
 		case <-p.Done():
 		}
@@ -387,10 +385,8 @@ func (e *env) doctor(args []string) int {
 		fmt.Fprintf(e.stderr, "npu-hold doctor: bad input:\n  %s\n", err)
 		return exitUsage
 	}
-	var lim unix.Rlimit
-	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim)
 	failed := false
-	checks := append(hold.Doctor(*root, c.lockDir, lim.Cur), hold.CheckPools(c.lockDir, c.pools, c.device)...)
+	checks := append(hold.Doctor(*root, c.lockDir, memlockLimit()), hold.CheckPools(c.lockDir, c.pools, c.device)...)
 	checks = append(checks, energyChecks(filepath.Join(*root, "sys"))...)
 	for _, ch := range checks {
 		fmt.Fprintf(e.stdout, "%-5s %s\n", ch.Level, ch.What)
@@ -427,19 +423,6 @@ func asFile(w io.Writer) *os.File {
 		return f
 	}
 	return nil
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
-// takeTerminalBack makes npu-hold's own process group the terminal's
-// foreground group again, once the command it gave the terminal to is done.
-func takeTerminalBack(tty *os.File) {
-	signal.Ignore(syscall.SIGTTOU)
-	defer signal.Reset(syscall.SIGTTOU)
-	unix.IoctlSetPointerInt(int(tty.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
 }
 
 // energyChecks say which energy sensors the gate's --energy can read here,
