@@ -177,3 +177,20 @@ func checkShared(t *testing.T, dir string) {
 		t.Errorf("openLockDir(%s) = %v, want it accepted", dir, err)
 	}
 }
+
+// The doctor on Windows says what it does not check, and checks the lock
+// directory.
+func TestDoctorWindows(t *testing.T) {
+	e := newEnv(t)
+	missing := Doctor("", e.dir, 0)
+	if len(missing) != 3 || missing[0].Level != "warn" || !strings.Contains(missing[0].What, "not checked on Windows") ||
+		missing[2].Level != "FAIL" || !strings.Contains(missing[2].What, "does not exist") {
+		t.Errorf("Doctor(no lock directory) = %q, want the device unchecked and the directory missing", missing)
+	}
+	if err := e.device().CheckDir(); err != nil {
+		t.Fatal(err)
+	}
+	if got := Doctor("", e.dir, 0); len(got) != 3 || got[2] != (Check{"ok", "lock directory " + e.dir + " is shared: owned by this user, SYSTEM or the Administrators, and its ACL lets no one else delete in it"}) {
+		t.Errorf("Doctor(a lock directory made by CheckDir) = %q", got)
+	}
+}
