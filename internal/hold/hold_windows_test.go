@@ -95,11 +95,25 @@ func TestHolderKilledWindows(t *testing.T) {
 	if e.recorded("b", "start") {
 		t.Fatal("b held the device while a held it")
 	}
+	dir, err := openLockDir(e.dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, _, err := dir.open(entryName("npu", holding, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	killed := time.Now()
 	if err := a.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	a.Wait()
+	exited := time.Since(killed)
+	for isLive(held) {
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("a's lock went %v after its kill; its exit was seen %v after it", time.Since(killed), exited)
 	if err := b.Wait(); err != nil {
 		line, _ := out.ReadString('\n')
 		t.Fatalf("b after a was killed: %v (%s)", err, strings.TrimSpace(line))
