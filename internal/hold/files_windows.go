@@ -60,6 +60,15 @@ func openLockDir(path string, create bool) (*lockDir, error) {
 	if err := CheckDirPath("the lock directory", path); err != nil {
 		return nil, err
 	}
+	if create && path == DefaultDir() && !isAdmin() {
+		// One made by this user would be its own, which every other user
+		// refuses (see check): the shared default is an administrator's
+		// to make.
+		_, err := os.Lstat(path)
+		if _, perr := os.Stat(filepath.Dir(path)); errors.Is(err, os.ErrNotExist) && perr == nil {
+			return nil, fmt.Errorf("the lock directory %s does not exist, and one made by %s would be refused by every other user; %s", path, userName(), dirFix(path))
+		}
+	}
 	if create {
 		if err := os.Mkdir(path, 0o777); err != nil && !errors.Is(err, os.ErrExist) {
 			why := err.Error()
@@ -140,6 +149,17 @@ const fileDeleteChild = 0x40
 // SYSTEM and the Administrators.
 func trusted(sid, me *windows.SID) bool {
 	return sid.Equals(me) || sid.IsWellKnown(windows.WinLocalSystemSid) || sid.IsWellKnown(windows.WinBuiltinAdministratorsSid)
+}
+
+// isAdmin tells whether this process acts as an administrator: a
+// directory it makes belongs to the Administrators.
+func isAdmin() bool {
+	admins, err := windows.CreateWellKnownSid(windows.WinBuiltinAdministratorsSid)
+	if err != nil {
+		return false
+	}
+	in, err := windows.Token(0).IsMember(admins)
+	return err == nil && in
 }
 
 func currentUser() (*windows.SID, error) {
