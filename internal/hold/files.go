@@ -31,11 +31,6 @@ func outsideNS(uid uint32, uidMap, overflow string) bool {
 	return uint64(uid) == o
 }
 
-func procText(name string) string {
-	b, _ := os.ReadFile(name)
-	return string(b)
-}
-
 // fileStat is what the system says of a ticket's file.
 type fileStat struct {
 	uid     uint32    // its owner's uid; 0 on Windows, which has none

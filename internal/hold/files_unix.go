@@ -29,6 +29,11 @@ func dirFix(path string) string {
 	return fmt.Sprintf("create it for every boot with the systemd-tmpfiles line '%s', or set NPU_HOLD_DIR to a directory of mode 1777 that every run sharing the device can write; in a Kubernetes pod, whose device the device plugin gives it alone, run the gate with hold: none (docs/runner.md)", tmpfilesLine(path))
 }
 
+func procText(name string) string {
+	b, _ := os.ReadFile(name)
+	return string(b)
+}
+
 // lockDir is the shared directory, opened and checked.
 type lockDir struct {
 	path string
