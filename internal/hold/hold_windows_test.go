@@ -169,16 +169,23 @@ func TestTicketHandleWindows(t *testing.T) {
 
 // removable empties a test's directory with os.Remove before t.TempDir's
 // own cleanup, whose os.RemoveAll Wine refuses ("Invalid function") for
-// every file.
+// every file. A contender killed at the test's end may still have its
+// ticket open for a moment: what it kept is removed again until it goes.
 func removable(t testing.TB, dir string) {
 	t.Cleanup(func() {
-		var paths []string
-		filepath.WalkDir(filepath.Dir(dir), func(p string, _ fs.DirEntry, err error) error {
-			paths = append(paths, p)
-			return nil
-		})
-		for _, p := range slices.Backward(paths) {
-			os.Remove(p)
+		top := filepath.Dir(dir)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(retryEvery) {
+			var paths []string
+			filepath.WalkDir(top, func(p string, _ fs.DirEntry, err error) error {
+				paths = append(paths, p)
+				return nil
+			})
+			for _, p := range slices.Backward(paths) {
+				os.Remove(p)
+			}
+			if _, err := os.Lstat(top); errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+				return
+			}
 		}
 	})
 }
