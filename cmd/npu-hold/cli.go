@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
@@ -33,7 +31,8 @@ const (
 	exitTimeout = 75 // EX_TEMPFAIL: the device stayed busy past --wait
 )
 
-const usage = `usage:
+func usage() string {
+	return `usage:
   npu-hold [--device npu] [--count 1] [--wait 30m] [--lock-dir DIR] [--pools FILE]
            [--env NAME=VALUE]... [--env-pass NAME]... [--] CMD ARGS...
         run CMD holding the device's ticket (or count devices of the pool); returns CMD's
@@ -46,11 +45,12 @@ const usage = `usage:
   npu-hold doctor [--device npu]
         check the device nodes, driver, firmware, memlock limit, lock directory and pools
 
-The lock directory is $NPU_HOLD_DIR, else ` + hold.DefaultDir + `.
+The lock directory is $NPU_HOLD_DIR, else ` + hold.DefaultDir() + `.
 Pools are declared in $NPU_HOLD_POOLS, else ` + hold.DefaultPools + `.
 While held, ~/NPU-TOKEN holds the holder's facts (a file already there that is not a
 stale token is left as it is).
 `
+}
 
 type env struct {
 	getenv         func(string) string
@@ -76,7 +76,7 @@ func (e *env) command(args []string) int {
 		case "doctor":
 			return e.doctor(args[1:])
 		case "-h", "-help", "--help", "help":
-			fmt.Fprint(e.stdout, usage)
+			fmt.Fprint(e.stdout, usage())
 			return exitOK
 		}
 	}
@@ -94,10 +94,10 @@ type common struct {
 func (e *env) flags(name string, c *common) *flag.FlagSet {
 	fs := flag.NewFlagSet("npu-hold "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
+	fs.Usage = func() { fmt.Fprint(e.stderr, usage()) }
 	dir := e.getenv("NPU_HOLD_DIR")
 	if dir == "" {
-		dir = hold.DefaultDir
+		dir = hold.DefaultDir()
 	}
 	fs.StringVar(&c.device, "device", "npu", "the device")
 	fs.StringVar(&c.lockDir, "lock-dir", dir, "the shared lock directory (mode 1777)")
@@ -233,7 +233,7 @@ func (e *env) hold(args []string) int {
 	for {
 		select {
 		case sig := <-sigs:
-			unix.Kill(-p.PID(), sig.(syscall.Signal))
+			signalGroup(p.PID(), sig)
 			continue
 		case <-p.Done():
 		}
@@ -385,10 +385,8 @@ func (e *env) doctor(args []string) int {
 		fmt.Fprintf(e.stderr, "npu-hold doctor: bad input:\n  %s\n", err)
 		return exitUsage
 	}
-	var lim unix.Rlimit
-	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim)
 	failed := false
-	checks := append(hold.Doctor(*root, c.lockDir, lim.Cur), hold.CheckPools(c.lockDir, c.pools, c.device)...)
+	checks := append(hold.Doctor(*root, c.lockDir, memlockLimit()), hold.CheckPools(c.lockDir, c.pools, c.device)...)
 	checks = append(checks, energyChecks(filepath.Join(*root, "sys"))...)
 	for _, ch := range checks {
 		fmt.Fprintf(e.stdout, "%-5s %s\n", ch.Level, ch.What)
@@ -425,19 +423,6 @@ func asFile(w io.Writer) *os.File {
 		return f
 	}
 	return nil
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
-// takeTerminalBack makes npu-hold's own process group the terminal's
-// foreground group again, once the command it gave the terminal to is done.
-func takeTerminalBack(tty *os.File) {
-	signal.Ignore(syscall.SIGTTOU)
-	defer signal.Reset(syscall.SIGTTOU)
-	unix.IoctlSetPointerInt(int(tty.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
 }
 
 // energyChecks say which energy sensors the gate's --energy can read here,

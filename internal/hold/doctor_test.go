@@ -1,3 +1,8 @@
+//go:build unix
+
+// Unix only: the doctor's device nodes, sysfs and groups are Linux's; its
+// Windows lines are tested in hold_windows_test.go.
+
 package hold
 
 import (

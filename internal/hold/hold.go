@@ -30,14 +30,8 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
 )
-
-// DefaultDir is where tickets live unless said otherwise. It must be shared
-// by everyone on the machine: mode 1777, owned by root, like /tmp.
-const DefaultDir = "/run/lock/npu-hold"
 
 // Facts say who holds or waits: shown by status and to other waiters, and
 // written to the token file while held. Facts read from a ticket are
@@ -211,7 +205,7 @@ func (f Facts) running() int {
 	if pid <= 0 {
 		return gone
 	}
-	if unix.Kill(pid, 0) != unix.ESRCH {
+	if !processGone(pid) {
 		return runs
 	}
 	if f.Seen != nil && f.Seen.LockPID == 0 {
@@ -246,7 +240,7 @@ type Device struct {
 
 func (d *Device) dirPath() string {
 	if d.Dir == "" {
-		return DefaultDir
+		return DefaultDir()
 	}
 	return d.Dir
 }
@@ -267,8 +261,8 @@ type Ticket struct {
 	dir     *lockDir
 	file    *os.File // the holding file, flocked
 	name    string
-	ctime   unix.Timespec // the holding file's change time once published
-	token   *tokenFile    // nil when none was written
+	ctime   time.Time  // the holding file's change time once published
+	token   *tokenFile // nil when none was written
 	Facts   Facts
 	Devices []Member // the devices held, in the pool's order
 }
@@ -382,12 +376,10 @@ func (d *Device) Acquire(ctx context.Context) (*Ticket, error) {
 	}
 	// Nothing changes the holding file after its rename into place but
 	// someone taking its name away (see Held).
-	var st unix.Stat_t
-	if err := unix.Fstat(int(t.file.Fd()), &st); err != nil {
+	if t.ctime, err = changeTime(t.file); err != nil {
 		t.Release()
 		return nil, fmt.Errorf("the ticket %s cannot be checked: %v", t.name, err)
 	}
-	t.ctime = st.Ctim
 	d.writeToken(t)
 	return t, nil
 }

@@ -1,3 +1,8 @@
+//go:build unix
+
+// Unix only: another user is played with chown and setuid as root, and
+// files with FIFOs; Wine has one user and no ACLs to play one with.
+
 package hold
 
 import (

@@ -1,8 +1,8 @@
 package hold
 
 import (
-	"golang.org/x/sys/unix"
 	"sync"
+	"syscall"
 
 	"bufio"
 	"errors"
@@ -76,7 +76,7 @@ func checkEnv(v string) string {
 // declares none. It is opened without blocking and must be a regular file:
 // a FIFO or a device there is refused, never waited on.
 func LoadPools(path string) (*Pools, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Pools{File: path}, nil
 	}

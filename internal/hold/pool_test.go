@@ -1,3 +1,9 @@
+//go:build unix
+
+// Unix only: the pools' contenders start children holding the ticket's
+// descriptors and read /proc/self/fd; the pool's grant is the queue's,
+// which hold_test.go's contenders run under Windows too.
+
 package hold
 
 import (

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The queue of a device (or pool) P is a set of files in the lock
@@ -77,6 +75,7 @@ type entry struct {
 	file  *os.File
 	facts *Facts // nil when its text is not facts
 	seen  Seen   // its owner and locker, as the system says
+	stat  fileStat
 }
 
 func closeAll(es []entry) {
@@ -91,9 +90,8 @@ func closeAll(es []entry) {
 func (d *Device) scan(dir *lockDir, kind byte, limit uint64) []entry {
 	names, _ := dir.names()
 	var out []entry
-	me := uint32(os.Geteuid())
 	var lockers map[fileID]int
-	users := map[uint32]string{}
+	users := map[string]string{}
 	for _, name := range names {
 		k, n, ok := parseEntry(d.Name, name)
 		if !ok || k != kind || n >= limit {
@@ -104,7 +102,7 @@ func (d *Device) scan(dir *lockDir, kind byte, limit uint64) []entry {
 			continue
 		}
 		if !isLive(f) {
-			if st.Uid == me {
+			if st.mine {
 				dir.remove(name, f)
 			}
 			f.Close()
@@ -113,11 +111,11 @@ func (d *Device) scan(dir *lockDir, kind byte, limit uint64) []entry {
 		if lockers == nil {
 			lockers = flockers()
 		}
-		if _, ok := users[st.Uid]; !ok {
-			users[st.Uid] = userNamed(st.Uid)
+		if _, ok := users[st.owner]; !ok {
+			users[st.owner] = ownerNamed(st.owner)
 		}
-		e := entry{kind: k, n: n, name: name, file: f}
-		e.seen = Seen{UID: st.Uid, User: users[st.Uid], LockPID: lockers[fileID{st.Dev, st.Ino}], Changed: time.Unix(st.Ctim.Unix())}
+		e := entry{kind: k, n: n, name: name, file: f, stat: st}
+		e.seen = Seen{UID: st.uid, User: users[st.owner], LockPID: lockers[st.id], Changed: st.changed}
 		var facts Facts
 		if json.Unmarshal(read(f), &facts) == nil {
 			// Kept as written (String escapes what it prints), but for
@@ -150,15 +148,11 @@ func cmpUint(a, b uint64) int {
 // lock, so every live ticket that exists when a number is taken has a
 // smaller one.
 func (d *Device) enqueue(ctx context.Context, dir *lockDir, facts Facts) (*os.File, uint64, error) {
-	fd, err := unix.Openat(dir.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	unlock, err := dir.lockQueue(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	lk := os.NewFile(uintptr(fd), dir.path)
-	defer lk.Close()
-	if err := flockWait(ctx, lk, unix.LOCK_EX); err != nil {
-		return nil, 0, err
-	}
+	defer unlock()
 	for range 100 {
 		n, err := d.nextNumber(dir)
 		if err != nil {
@@ -167,7 +161,7 @@ func (d *Device) enqueue(ctx context.Context, dir *lockDir, facts Facts) (*os.Fi
 		facts.Ticket = n
 		b, _ := json.Marshal(facts)
 		f, err := dir.publish(entryName(d.Name, waiting, n), append(b, '\n'))
-		if errors.Is(err, unix.EEXIST) {
+		if errors.Is(err, os.ErrExist) {
 			// Someone outside the queue's lock took the name: the next.
 			continue
 		}
@@ -203,7 +197,7 @@ func (d *Device) nextNumber(dir *lockDir) (uint64, error) {
 			return n, nil
 		}
 	}
-	return 0, fmt.Errorf("the ticket numbers of %s are used up: the live ticket %s/%s of %s has number %d, and the names after it are taken; new tickets can be taken once it is gone", d.Name, dir.path, last.name, owner(last.seen.UID), last.n)
+	return 0, fmt.Errorf("the ticket numbers of %s are used up: the live ticket %s/%s of %s has number %d, and the names after it are taken; new tickets can be taken once it is gone", d.Name, dir.path, last.name, ownerOf(last.stat), last.n)
 }
 
 // wait blocks until no live waiter is ahead of ticket n and count devices
@@ -227,7 +221,7 @@ func (d *Device) wait(ctx context.Context, dir *lockDir, n uint64, start time.Ti
 			closeAll(holders)
 			closeAll(ahead[:len(ahead)-1])
 			next := ahead[len(ahead)-1]
-			done = lockAsync(next.file, unix.LOCK_SH)
+			done = waitGone(next.file)
 			next.file.Close()
 		} else {
 			// First in line: the holders were published before their
@@ -242,7 +236,7 @@ func (d *Device) wait(ctx context.Context, dir *lockDir, n uint64, start time.Ti
 			// Block until any holder of the pool goes.
 			var chans []<-chan error
 			for _, h := range holders {
-				chans = append(chans, lockAsync(h.file, unix.LOCK_SH))
+				chans = append(chans, waitGone(h.file))
 			}
 			closeAll(holders)
 			done = first(chans)

@@ -1,3 +1,7 @@
+//go:build unix
+
+// Unix only: the token file (~/NPU-TOKEN) is written on Linux only.
+
 package hold
 
 import (

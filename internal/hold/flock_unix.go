@@ -1,3 +1,5 @@
+//go:build unix
+
 package hold
 
 import (
@@ -47,6 +49,10 @@ func lockAsync(f *os.File, how int) <-chan error {
 	}()
 	return done
 }
+
+// waitGone reports when the exclusive lock on f, a live ticket's, is
+// gone: its owner was granted, gave up, released or died.
+func waitGone(f *os.File) <-chan error { return lockAsync(f, unix.LOCK_SH) }
 
 // flockWait locks f, or gives up when ctx ends.
 func flockWait(ctx context.Context, f *os.File, how int) error {
@@ -103,7 +109,7 @@ func (t *Ticket) Held() error {
 	switch err := unix.Fstatat(t.dir.fd, t.name, &named, unix.AT_SYMLINK_NOFOLLOW); {
 	case err != nil || named.Dev != st.Dev || named.Ino != st.Ino:
 		return fmt.Errorf("the ticket %s is not under its name in the lock directory any more (removed or renamed while held, by a process of its user): waiters saw no holder, and the device was free to anyone", t.name)
-	case st.Nlink != 1 || st.Ctim != t.ctime:
+	case st.Nlink != 1 || !time.Unix(st.Ctim.Unix()).Equal(t.ctime):
 		return fmt.Errorf("the ticket %s was renamed, linked or removed in the lock directory while held (by a process of its user; its file changed at %s): waiters may have seen no holder, and the device was free to anyone", t.name, time.Unix(st.Ctim.Unix()).UTC().Format("15:04:05.000"))
 	}
 	nfd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
@@ -134,7 +140,7 @@ func (t *Ticket) reopenByName(st *unix.Stat_t) (int, error) {
 		return -1, fmt.Errorf("the lock of ticket %s cannot be checked: it cannot be opened anew: %v", t.name, err)
 	}
 	defer f.Close()
-	if fst.Dev != st.Dev || fst.Ino != st.Ino {
+	if fst.id != (fileID{st.Dev, st.Ino}) {
 		return -1, fmt.Errorf("the ticket %s was replaced in the lock directory by another file", t.name)
 	}
 	// A descriptor of its own, for the check to close.
