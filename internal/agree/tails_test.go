@@ -97,7 +97,6 @@ type rates struct {
 	fewRuns, fewFailed      int
 	runs, runsFailed        int
 	seedLeast, seedMost     float64 // the per-reply rate of the seeds that failed least and most
-	perSeedFailed, perSeedN []int
 }
 
 func rateOf(seeds [][]sample, b Bounds) rates {
