@@ -38,7 +38,8 @@ func TestMatrixUnderAct(t *testing.T) {
 	}
 	text := string(b)
 	// The simulated serve stands in for llama-server and holds no device:
-	// its runs read the log alone (witness: off).
+	// its runs read the log alone (witness: off), and so does the merge,
+	// which weighs witnesses with its own settings, never an artifact's.
 	for _, r := range [][2]string{
 		{`matrix={"device": ["npu", "igpu"], "model": ["Qwen3-0.6B", "Qwen3-4B", "Qwen3-8B"], "include": [{"model": "Qwen3-0.6B", "file": "Qwen3-0.6B-Q8_0.gguf", "floor": 60}, {"model": "Qwen3-4B", "file": "Qwen3-4B-Q8_0.gguf", "floor": 25}, {"model": "Qwen3-8B", "file": "Qwen3-8B-Q4_K_M.gguf", "floor": 15}]}`,
 			`matrix={"device": ["npu", "igpu"], "model": ["sim-0.6B", "sim-4B"], "exclude": [{"model": "sim-4B", "device": "igpu"}], "include": [{"model": "sim-0.6B", "file": "sim-0.6B.gguf", "floor": 60, "rate": 300}, {"model": "sim-4B", "file": "sim-4B.gguf", "floor": 25, "rate": 10}]}`},
@@ -46,6 +47,7 @@ func TestMatrixUnderAct(t *testing.T) {
 			"run: go build -o \"$RUNNER_TEMP/sim\" ./cmd/action\n"},
 		{"serve: ./build/bin/llama-server -m {model} --host 127.0.0.1 --port {port} -ngl 99 --jinja -lv 4\n",
 			"serve: ${{ runner.temp }}/sim fakellm --persona llama.cpp --port {port} --model {model} --first-token-ms 0 --rate ${{ matrix.rate }}\n          replies: 2\n          max-tokens: 6\n          witness: off\n"},
+		{"--preset llama.cpp --baseline 'github:release/**'", "--preset llama.cpp --witness off --baseline 'github:release/**'"},
 	} {
 		if !strings.Contains(text, r[0]) {
 			t.Fatalf("release-gate-matrix.yml no longer holds %q; keep this test's stand-ins in step with it", r[0])
