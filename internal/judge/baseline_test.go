@@ -542,7 +542,7 @@ func TestBaselineWideNotice(t *testing.T) {
 		{"the first token's end past it", []float64{100, 100, 100}, []float64{300, 300, 330.01}, "the row passes a first token 21% above its median;"},
 	} {
 		a := judgeBaseline(run, l, BaselineOf("b", tt.rates, tt.firstMS))
-		if got := strings.Contains(a.Detail, "spread wider than the change allowed"); got != (tt.want != "") || !strings.Contains(a.Detail, tt.want) {
+		if got := strings.Contains(a.Detail, "spread wider than the change allowed"); got != (tt.want != "") || !strings.Contains(a.Detail, tt.want) || !strings.Contains(a.Detail, "; rate: ") {
 			t.Errorf("%s: judgeBaseline() = %q, want %q", tt.name, a.Detail, tt.want)
 		}
 	}

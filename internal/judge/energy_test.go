@@ -252,11 +252,11 @@ func TestEnergyOutOfRange(t *testing.T) {
 			e := figures()
 			c.set(e)
 			a, _ := judgeEnergy(e, Limits{MaxJoulesPerToken: 1000})
-			if a.OK || !strings.Contains(a.Detail, "; figures out of range ("+c.want+"): --max-joules-per-token 1000 cannot be judged") {
+			if a.OK || !strings.HasPrefix(a.Detail, EnergyText(e)+"; ") || !strings.Contains(a.Detail, "; figures out of range ("+c.want+"): --max-joules-per-token 1000 cannot be judged") {
 				t.Errorf("ok %v: %s", a.OK, a.Detail)
 			}
 			a, _ = judgeEnergy(e, Limits{})
-			if !a.OK || !a.Info || !strings.HasSuffix(a.Detail, "; figures out of range ("+c.want+"): not figures a run makes") {
+			if !a.OK || !a.Info || !strings.HasPrefix(a.Detail, EnergyText(e)+"; ") || !strings.HasSuffix(a.Detail, "; figures out of range ("+c.want+"): not figures a run makes") {
 				t.Errorf("for people: ok %v info %v: %s", a.OK, a.Info, a.Detail)
 			}
 		})
@@ -318,7 +318,7 @@ func TestEnergyCeilingWindow(t *testing.T) {
 				}
 				return
 			}
-			if a.OK || !strings.Contains(a.Detail, c.want) || !strings.HasSuffix(a.Detail, "--max-joules-per-token 1000 cannot be judged; ask a longer window: more replies at least (--replies: the sign counts may stop a run there, under --max-replies) or more tokens each (--max-tokens), or read a sensor that updates faster") {
+			if a.OK || !strings.HasPrefix(a.Detail, EnergyText(e)+"; ") || !strings.Contains(a.Detail, c.want) || !strings.HasSuffix(a.Detail, "--max-joules-per-token 1000 cannot be judged; ask a longer window: more replies at least (--replies: the sign counts may stop a run there, under --max-replies) or more tokens each (--max-tokens), or read a sensor that updates faster") {
 				t.Errorf("ok %v: %s", a.OK, a.Detail)
 			}
 		})
@@ -331,10 +331,10 @@ func TestEnergyWritableByServe(t *testing.T) {
 	e := figures()
 	e.WritableByServe = "/x belongs to runner (uid 1000), the serve's user"
 	a, _ := judgeEnergy(e, Limits{MaxJoulesPerToken: 1000})
-	if a.OK || !strings.HasSuffix(a.Detail, `; the serve could set this sensor's readings ("/x belongs to runner (uid 1000), the serve's user"): --max-joules-per-token 1000 cannot be judged; read a sensor the serve's user cannot write (docs/measuring.md: energy per token)`) {
+	if a.OK || !strings.HasPrefix(a.Detail, EnergyText(e)+"; ") || !strings.HasSuffix(a.Detail, `; the serve could set this sensor's readings ("/x belongs to runner (uid 1000), the serve's user"): --max-joules-per-token 1000 cannot be judged; read a sensor the serve's user cannot write (docs/measuring.md: energy per token)`) {
 		t.Errorf("ok %v: %s", a.OK, a.Detail)
 	}
-	if a, _ := judgeEnergy(e, Limits{}); !a.OK || !a.Info || !strings.Contains(a.Detail, "the serve could set this sensor's readings") {
+	if a, _ := judgeEnergy(e, Limits{}); !a.OK || !a.Info || !strings.HasPrefix(a.Detail, EnergyText(e)+"; ") || !strings.Contains(a.Detail, "the serve could set this sensor's readings") {
 		t.Errorf("for people: %+v", a)
 	}
 	// Joules without a window, or a window without joules: no figures.
@@ -346,7 +346,7 @@ func TestEnergyWritableByServe(t *testing.T) {
 	// No tokens: nothing per token to judge.
 	e = figures()
 	e.Tokens, e.GrossJPerToken, e.NetJPerToken, e.TokensPerJoule = 0, nil, nil, nil
-	if a, _ := judgeEnergy(e, Limits{MaxJoulesPerToken: 1000}); a.OK || !strings.HasSuffix(a.Detail, "; no decoded token: --max-joules-per-token 1000 cannot be judged") {
+	if a, _ := judgeEnergy(e, Limits{MaxJoulesPerToken: 1000}); a.OK || !strings.HasPrefix(a.Detail, EnergyText(e)+"; ") || !strings.HasSuffix(a.Detail, "; no decoded token: --max-joules-per-token 1000 cannot be judged") {
 		t.Errorf("no tokens: %s", a.Detail)
 	}
 }

@@ -156,8 +156,8 @@ func SingleOf(replies []measure.Reply, source string) Single {
 		}
 		if r.Error == "" {
 			whole = append(whole, r.EndMS)
-			if n, _ := r.Tokens(); n > 0 && (tokens == 0 || n < tokens) {
-				tokens = n
+			if n, _ := r.Tokens(); n > 0 {
+				tokens = fewest(tokens, n)
 			}
 		}
 	}
@@ -195,6 +195,14 @@ func incomplete(r *measure.Reply, s Single) string {
 		said = r.Reasoning
 	}
 	return fmt.Sprintf("is not a completed reply: %s; it said %s", strings.Join(why, ", and "), quote.Cut(said, contentQuote))
+}
+
+// fewest is the fewer of the tokens so far (0: none yet) and n.
+func fewest(so, n int) int {
+	if so == 0 {
+		return n
+	}
+	return min(so, n)
 }
 
 // tokenCount is n tokens in words.

@@ -709,6 +709,7 @@ func TestRoundBadTimes(t *testing.T) {
 		{"one chunk", func(r *measure.Reply) { r.Chunks = 1; noChunks(r, 1) }, ""},
 		{"chunks counted, none in the arrivals", func(r *measure.Reply) { noChunks(r, 0) }, ""},
 		{"chunks in the arrivals, none counted", func(r *measure.Reply) { r.Chunks = 0 }, ""},
+		{"chunks in the arrivals but the last, none counted", func(r *measure.Reply) { r.Chunks = 0; r.Arrivals[len(r.Arrivals)-1].Chunks = 0 }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 200, 100, 128)}
@@ -722,6 +723,27 @@ func TestRoundBadTimes(t *testing.T) {
 				t.Errorf("failed %q, want %q", rd.Failed, want+tc.want)
 			}
 		})
+	}
+}
+
+// A stream that fails its round does not end the round's record: every
+// stream's rate and first token are kept after it.
+func TestRoundRecordsEveryStream(t *testing.T) {
+	s := Single{Rate: 100, Tokens: 128, Source: RateServer}
+	for _, tc := range []struct {
+		name string
+		set  func(r *measure.Reply)
+		want string
+	}{
+		{"no content arrived", func(r *measure.Reply) { r.LastMS = nil }, "stream 1: no content arrived"},
+		{"times no stream's", func(r *measure.Reply) { r.LastMS = ptr(199.0) }, "stream 1: its times cannot be a stream's"},
+	} {
+		rs := []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 500, 100, 128)}
+		tc.set(&rs[0])
+		rd := RoundOf(1, rs, s)
+		if !strings.HasPrefix(rd.Failed, tc.want) || len(rd.Rates) != 2 || rd.WorstFirstMS != 500 {
+			t.Errorf("%s: failed %q, %d rates, worst first token %v ms; want %q..., 2 rates, 500 ms", tc.name, rd.Failed, len(rd.Rates), rd.WorstFirstMS, tc.want)
+		}
 	}
 }
 
