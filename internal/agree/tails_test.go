@@ -93,10 +93,10 @@ func quantileAbove(xs []float64, p float64) float64 {
 // rates are how often replies, and runs of tailFewest and tailRun replies
 // taken in turn from each seed, fail under b.
 type rates struct {
-	replies, failed         int
-	fewRuns, fewFailed      int
-	runs, runsFailed        int
-	seedLeast, seedMost     float64 // the per-reply rate of the seeds that failed least and most
+	replies, failed     int
+	fewRuns, fewFailed  int
+	runs, runsFailed    int
+	seedLeast, seedMost float64 // the per-reply rate of the seeds that failed least and most
 }
 
 func rateOf(seeds [][]sample, b Bounds) rates {
