@@ -737,6 +737,7 @@ func TestRoundRecordsEveryStream(t *testing.T) {
 	}{
 		{"no content arrived", func(r *measure.Reply) { r.LastMS = nil }, "stream 1: no content arrived"},
 		{"times no stream's", func(r *measure.Reply) { r.LastMS = ptr(199.0) }, "stream 1: its times cannot be a stream's"},
+		{"not a completed reply", func(r *measure.Reply) { r.CompletionTokens = ptr(1); r.Server = nil }, "stream 1 is not a completed reply"},
 	} {
 		rs := []measure.Reply{stream(1, 0, 200, 100, 128), stream(2, 0, 500, 100, 128)}
 		tc.set(&rs[0])
