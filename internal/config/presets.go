@@ -94,26 +94,31 @@ var (
 
 // Ollama's scheduler logs its plan for a model at INFO before any runner
 // loads it: v0.6.5 as "msg=offload library=cuda ... layers.model=M
-// layers.offload=N" (llm/server.go: slog.Info("offload", "", estimate);
-// llm/memory.go LogValue), releases before v0.5.8 as "msg=\"offload to
-// cuda\" layers.requested=... layers.model=M layers.offload=N"
-// (llm/memory.go: log.Info("offload to "+m.inferenceLibrary, ...)). A plan
-// is not a placement: the runner can then find no usable library (its DEBUG
-// line "compatible gpu libraries" compatible=[], llm/server.go) and run on
-// the CPU. So a plan line names the slow route unless a line of its own
-// load names the fast route: the runner's placement, llama.cpp's load
-// lines (v0.6.5 and v0.12.11's llama.cpp runner log them at INFO) or the
-// line Ollama's own engine writes "to mimic llama runner logs" (v0.12.11
-// ml/backend/ggml/ggml.go: "offloaded 29/29 layers to GPU", the output
-// layer counted). Each plan, and v0.12.11's "loading model" line
+// layers.offload=N" (ollama/ollama@0f3f9e353df96d4cfc40ac19114c782a57fe30f5:
+// llm/server.go, slog.Info("offload", "", estimate); llm/memory.go
+// LogValue), releases before v0.5.8 as "msg=\"offload to cuda\"
+// layers.requested=... layers.model=M layers.offload=N"
+// (ollama/ollama@a420a453b4783841e3e79c248ef0fe9548df6914:llm/memory.go,
+// log.Info("offload to "+m.inferenceLibrary, ...)); N is the layers it
+// estimates will fit, and the runner is started with --n-gpu-layers N. A
+// plan is not a placement: the runner can then find no usable library
+// (its DEBUG line "compatible gpu libraries" compatible=[], llm/server.go)
+// and run on the CPU. So a plan never names the fast route (a plan rule):
+// a plan for every layer, alone, is only a plan, and the detail says so;
+// a plan for fewer (none among them), or on the CPU, is the slow route, as
+// the runner is given no more. The fast route is the runner's placement:
+// llama.cpp's load lines (v0.6.5 and v0.12.11's llama.cpp runner log them
+// at INFO) or the line Ollama's own engine writes "to mimic llama runner
+// logs" once its weights' memory is allocated
+// (ollama/ollama@c1149875234a51aa1e5e60b74f3807f5982c60fa:
+// ml/backend/ggml/ggml.go Load: "offloaded 29/29 layers to GPU", the
+// output layer counted). Each plan, and v0.12.11's "loading model" line
 // (llm/server.go), starts a model load; llama.cpp's own "loaded meta
-// data" line is not one, as it comes after the plan it belongs to; the
-// load rule comes before the plan's own rule, so that the plan opens its
-// load before it is weighed in it. A plan on the CPU, or no compatible
-// library, is the slow route outright.
+// data" line is not one, as it comes after the plan it belongs to. No
+// compatible library is the slow route outright.
 var (
 	ollamaPlan          = `msg=(?:offload library=\S+|"offload to \w+") layers\.requested=`
-	ollamaPlanSlow      = route.UnlessFastPrefix + ollamaPlan
+	ollamaPlanCount     = route.PlanPrefix + ollamaPlan + `\S* layers\.model=(?P<total>\d+) layers\.offload=(\d+)`
 	ollamaPlanLoad      = route.LoadPrefix + ollamaPlan
 	ollamaLoadingLoad   = route.LoadPrefix + `msg="loading model" "model layers"=`
 	ollamaEngineOffload = route.CountPrefix + `msg="offloaded (\d+)/(?P<total>\d+) layers to GPU"`
@@ -273,10 +278,10 @@ var Presets = map[string]Preset{
 		StatsPath: "/v1/stats", FastRoute: lemonadeFast, SlowRoute: lemonadeSlow},
 	// Ollama answers "Ollama is running" on /, turns thinking off in its
 	// OpenAI-compatible API with reasoning_effort "none", and logs its plan
-	// for the layers, then where its runner put them.
+	// for the layers (never the fast route), then where its runner put them.
 	"ollama": {Health: "/", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingEffort,
-		FastRoute: append([]string{ollamaEngineOffload}, llamaFast...),
-		SlowRoute: []string{ollamaCPU, ollamaNoLibrary, ollamaPlanLoad, ollamaPlanSlow, ollamaLoadingLoad, llamaCPUModel, llamaCPUHeavier}},
+		FastRoute: append([]string{ollamaEngineOffload, ollamaPlanCount}, llamaFast...),
+		SlowRoute: []string{ollamaCPU, ollamaNoLibrary, ollamaPlanLoad, ollamaLoadingLoad, llamaCPUModel, llamaCPUHeavier}},
 	// The reference serve: the gate's own defaults, its count note first.
 	"1bit": {Health: "/health", ChatPath: "/v1/chat/completions", ThinkingControl: ThinkingKwargs,
 		FastRoute: DefaultFastRoute(), SlowRoute: DefaultSlowRoute()},

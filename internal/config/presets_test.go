@@ -38,9 +38,10 @@ func TestPresetRoutes(t *testing.T) {
 		{"llama.cpp", "ROCm, SYCL, Metal, OpenCL, Hexagon", "load_tensors:        ROCm0 model buffer size = 1 MiB\nload_tensors:        SYCL0 model buffer size = 1 MiB\nload_tensors:        Metal model buffer size = 1 MiB\nload_tensors:       OpenCL model buffer size = 1 MiB\nload_tensors:         HTP0 model buffer size = 1 MiB", "fast"},
 		// Ollama v0.6.5 (llm/server.go, llm/memory.go).
 		{"ollama", "on the CPU", `time=2026-11-30T02:10:00.000Z level=INFO source=server.go:138 msg=offload library=cpu layers.requested=-1 layers.model=3 layers.offload=0 layers.split="" memory.available="[15.1 GiB]"` + "\nload_tensors:          CPU model buffer size =   100.00 MiB", "slow"},
-		// A plan is not a placement: alone it is the slow route, and only the
-		// runner's lines of the same load name the fast one.
-		{"ollama", "a plan for all layers on a GPU, alone", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""`, "slow"},
+		// A plan is not a placement: a plan for all, alone, names neither
+		// route (TestPlansAreNotPlacements), a plan for fewer the slow one,
+		// and only the runner's lines name the fast one.
+		{"ollama", "a plan for all layers on a GPU, alone", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""`, "neither"},
 		{"ollama", "a plan for some layers on a GPU, alone", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=20 layers.split=""`, "slow"},
 		{"ollama", "the plan, then the runner's placement", `level=INFO source=server.go:138 msg=offload library=cuda layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""` + "\nllama_model_loader: loaded meta data with 26 key-value pairs and 291 tensors from a.gguf (version GGUF V3 (latest))\nload_tensors: offloaded 29/29 layers to GPU\nload_tensors:        CUDA0 model buffer size =  1041.71 MiB\nload_tensors:   CPU_Mapped model buffer size =    70.31 MiB", "fast"},
 		{"ollama", "the plan, then no compatible library", `level=INFO source=server.go:175 msg=offload library=cuda layers.requested=-1 layers.model=25 layers.offload=25 layers.split=""` + "\n" + `level=DEBUG source=server.go:291 msg="compatible gpu libraries" compatible=[]`, "slow"},
@@ -194,5 +195,39 @@ func TestParseSize(t *testing.T) {
 		if _, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q): no error", in)
 		}
+	}
+}
+
+// A plan is not a placement: Ollama's scheduler plan for every layer on a
+// GPU, alone, names neither route, and the detail says it is only a plan;
+// a plan for fewer layers, or on the CPU, is the slow route.
+func TestPlansAreNotPlacements(t *testing.T) {
+	tests := []struct {
+		name, log string
+		slow      bool
+	}{
+		{"v0.6.5, every layer", `time=2025-08-06T09:33:13.534+02:00 level=INFO source=server.go:175 msg=offload library=cuda layers.requested=-1 layers.model=25 layers.offload=25 layers.split=""`, false},
+		{"before v0.5.8, every layer", `time=2024-11-09T18:51:20.000+08:00 level=INFO source=memory.go:346 msg="offload to cuda" layers.requested=-1 layers.model=29 layers.offload=29 layers.split=""`, false},
+		{"v0.6.5, some layers", `level=INFO source=server.go:130 msg=offload library=cuda layers.requested=-1 layers.model=81 layers.offload=44 layers.split=11,11,11,11`, true},
+		{"before v0.5.8, no layer", `level=INFO source=memory.go:346 msg="offload to cuda" layers.requested=-1 layers.model=29 layers.offload=0 layers.split=""`, true},
+		{"a plan on the CPU", `level=INFO source=memory.go:346 msg="offload to cpu" layers.requested=-1 layers.model=29 layers.offload=0 layers.split=""`, true},
+	}
+	p := Presets["ollama"]
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := route.NewMatcher(p.FastRoute, p.SlowRoute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Line([]byte(tt.log))
+			ev := m.Evidence()
+			v := route.Judge(ev)
+			if v.OK || ev.Fast != nil || (ev.Slow != nil) != tt.slow {
+				t.Fatalf("plan %q: ok %v, fast %+v, slow %+v; want never the fast route, the slow route %v", tt.log, v.OK, ev.Fast, ev.Slow, tt.slow)
+			}
+			if !tt.slow && (!strings.HasPrefix(v.Detail, `only a plan: "`+tt.log[:40]) || !strings.Contains(v.Detail, `" (line 1): `) || !strings.Contains(v.Detail, " planned, not where the weights went; the serve log names neither route")) {
+				t.Errorf("plan alone: detail %q, want it to start: only a plan: the line quoted, N of N planned", v.Detail)
+			}
+		})
 	}
 }

@@ -52,6 +52,15 @@ const (
 	// model loaded on the CPU alone is the slow route even when the first
 	// was on the device. With no load rule, the log is one load.
 	LoadPrefix = "load: "
+	// PlanPrefix (in --fast-route): a line it matches states a plan for
+	// the fast route (a scheduler's "offload to cuda ... layers.offload=29"),
+	// not where the weights went: it never names the fast route. With no
+	// group it is only a plan; with two groups capturing numbers, as a
+	// count rule's, a plan for all is only a plan and a plan for fewer
+	// (none among them) is the slow route, as the serve is then asked to
+	// put no more there. Where no line names a route, the detail says
+	// "only a plan" and quotes it.
+	PlanPrefix = "plan: "
 )
 
 // Match is a log line that matched a route rule.
@@ -68,7 +77,11 @@ type Evidence struct {
 	SlowPatterns []string `json:"slow_patterns"`
 	Fast         *Match   `json:"fast,omitempty"` // first line naming the fast route
 	Slow         *Match   `json:"slow,omitempty"` // first line naming the slow route
-	Lines        int      `json:"lines"`          // lines read
+	// Plan is the first line that states only a plan for the fast route
+	// (PlanPrefix), or the serve's own account, which reports one: never
+	// the fast route's evidence.
+	Plan  *Match `json:"plan,omitempty"`
+	Lines int    `json:"lines"` // lines read
 	// Devices are the first lines that mention a device (CPU, GPU, NPU,
 	// backend, ...), for a log that names neither route.
 	Devices []Match `json:"devices,omitempty"`
@@ -117,6 +130,7 @@ const (
 	unlessFast
 	heavier
 	load
+	plan
 )
 
 type rule struct {
@@ -124,9 +138,10 @@ type rule struct {
 	re         *regexp.Regexp
 	src        string // as written, prefix included
 	begin, end bool   // anchored at the start or end of the line or text
-	// totalFirst: a count rule's first group is the total (it is named
-	// "total"); otherwise the second is.
-	totalFirst bool
+	// counts: a count rule, or a plan rule with two groups, whose
+	// numbers are read. totalFirst: its first group is the total (it is
+	// named "total"); otherwise the second is.
+	counts, totalFirst bool
 	// must is a literal every match holds: a line without it is passed
 	// over without running the regexp, which most lines of a log are.
 	must []byte
@@ -213,6 +228,9 @@ func compile(name string, fast bool, p string) (rule, error) {
 	if rest, ok := strings.CutPrefix(p, LoadPrefix); ok {
 		r.kind, expr = load, rest
 	}
+	if rest, ok := strings.CutPrefix(p, PlanPrefix); ok {
+		r.kind, expr = plan, rest
+	}
 	if p == "" {
 		return r, fmt.Errorf("%s: an empty pattern matches every line; pass a pattern the serve prints on that route", name)
 	}
@@ -238,7 +256,14 @@ func compile(name string, fast bool, p string) (rule, error) {
 	if r.kind == heavier && re.NumSubexp() != 1 {
 		return r, fmt.Errorf("%s %s: a heavier rule needs one group capturing a size, e.g. 'heavier: CPU model buffer size = +([0-9.]+) MiB'; it has %d", name, strconv.Quote(p), re.NumSubexp())
 	}
-	if r.kind == count {
+	if r.kind == plan && !fast {
+		return r, fmt.Errorf("%s %s: a plan rule states a plan for the fast route, never a placement; pass it as --fast-route", name, strconv.Quote(p))
+	}
+	if r.kind == plan && re.NumSubexp() != 0 && re.NumSubexp() != 2 {
+		return r, fmt.Errorf("%s %s: a plan rule has no group, or two capturing numbers (planned, of all), e.g. 'plan: model=(?P<total>\\d+) offload=(\\d+)'; it has %d", name, strconv.Quote(p), re.NumSubexp())
+	}
+	r.counts = r.kind == count || r.kind == plan && re.NumSubexp() == 2
+	if r.counts {
 		re, r.totalFirst = anyDigits(re), re.SubexpNames()[1] == "total"
 	}
 	r.re = re
@@ -398,7 +423,7 @@ func (m *Matcher) feed(r *rule, fast bool, line int, text []byte, start, end boo
 	if !bytes.Contains(text, r.must) || !r.re.Match(text) {
 		return
 	}
-	if r.kind == count {
+	if r.counts {
 		// Every count on the line: one short count among full ones is
 		// the slow route.
 		for _, loc := range r.re.FindAllSubmatchIndex(text, -1) {
@@ -422,6 +447,8 @@ func (m *Matcher) feed(r *rule, fast bool, line int, text []byte, start, end boo
 		if m.cur.heavy == nil {
 			m.cur.heavy = found
 		}
+	case plan:
+		m.setPlan(found)
 	default:
 		if fast {
 			m.cur.device += size(text, loc)
@@ -474,8 +501,9 @@ func (l *modelLoad) decide(ev *Evidence) {
 
 func number(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// counted reads one match of a count rule: the numbers as the serve printed
-// them, the counted one first. All counted is the fast route; fewer, more
+// counted reads one match of a count rule, or of a plan rule with two
+// groups: the numbers as the serve printed them, the counted one first.
+// All counted is the fast route (for a plan rule, only a plan); fewer, more
 // than the total, nothing at all (0 of 0), or numbers that do not read
 // (beyond 64 bits, digits of another script) are the slow route.
 func (m *Matcher) counted(r *rule, line int, text []byte, loc []int) {
@@ -492,6 +520,13 @@ func (m *Matcher) counted(r *rule, line int, text []byte, loc []int) {
 		return
 	}
 	found.Why = fmt.Sprintf("%d of %d", n, total)
+	if r.kind == plan {
+		found.Why += " planned"
+	}
+	if n == total && total > 0 && r.kind == plan {
+		m.setPlan(found)
+		return
+	}
 	if n == total && total > 0 {
 		m.setFast(found)
 		return
@@ -517,6 +552,13 @@ func (m *Matcher) setFast(found *Match) {
 func (m *Matcher) setSlow(found *Match) {
 	if m.ev.Slow == nil {
 		m.ev.Slow = found
+	}
+}
+
+// setPlan keeps the first line that states only a plan; it names no route.
+func (m *Matcher) setPlan(found *Match) {
+	if m.ev.Plan == nil {
+		m.ev.Plan = found
 	}
 }
 

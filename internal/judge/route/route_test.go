@@ -132,6 +132,29 @@ func TestRouteRules(t *testing.T) {
 		{"heavier per load: sizes of two loads are not added", []string{`dev (\d+)`}, []string{HeavierPrefix + `host (\d+)`, LoadPrefix + `loading`},
 			"loading a\ndev 10\nhost 1\nloading b\nhost 2\ndev 3",
 			true, `the serve log names the fast route: "dev 10" (line 2)`},
+		// Plans: never the fast route; a plan for fewer than all is the
+		// slow route; alone, a plan is said as only a plan.
+		{"a plan for all, alone: only a plan", []string{PlanPrefix + `model=(?P<total>\d+) offload=(\d+)`}, []string{`never`},
+			"x\nmsg=offload model=29 offload=29",
+			false, `only a plan: "msg=offload model=29 offload=29" (line 2): 29 of 29 planned, not where the weights went; the serve log names neither route (fast: plan: model=(?P<total>\d+) offload=(\d+); slow: never): the evidence has to be there; what it says about devices: "msg=offload model=29 offload=29" (line 2)`},
+		{"a plan for fewer than all: slow", []string{PlanPrefix + `model=(?P<total>\d+) offload=(\d+)`}, []string{`never`},
+			"msg=offload model=29 offload=28",
+			false, `the serve log names the slow route: "msg=offload model=29 offload=28" (line 1): 28 of 29 planned, not all; this run is on the slow route`},
+		{"a plan for none of none: slow", []string{PlanPrefix + `(\d+)/(\d+) planned`}, []string{`never`},
+			"0/0 planned",
+			false, `the serve log names the slow route: "0/0 planned" (line 1): 0 of 0 planned, nothing counted; this run is on the slow route`},
+		{"a plan for more than all: slow", []string{PlanPrefix + `(\d+)/(\d+) planned`}, []string{`never`},
+			"30/29 planned",
+			false, `the serve log names the slow route: "30/29 planned" (line 1): 30 of 29 planned, more than all; this run is on the slow route`},
+		{"a plan without numbers: only a plan, the first quoted", []string{PlanPrefix + `will offload`, `placed`}, []string{`never`},
+			"will offload a\nwill offload b",
+			false, `only a plan: "will offload a" (line 1), not where the weights went; the serve log names neither route (fast: plan: will offload, placed; slow: never): the evidence has to be there; what it says about devices: "will offload a" (line 1), "will offload b" (line 2)`},
+		{"a plan, then the placement: fast", []string{PlanPrefix + `will offload`, `placed`}, []string{`never`},
+			"will offload\nplaced",
+			true, `the serve log names the fast route: "placed" (line 2)`},
+		{"a plan for all is no line of its load naming the fast route", []string{PlanPrefix + `(\d+)/(\d+) planned`}, []string{UnlessFastPrefix + `host`},
+			"3/3 planned\nhost",
+			false, `the serve log names the slow route: "host" (line 2): and no line of this model load names the fast route; this run is on the slow route`},
 		{"a load line in the fast list", []string{`dev`, LoadPrefix + `loading`}, []string{UnlessFastPrefix + `host`},
 			"dev\nloading b\nhost",
 			false, `the serve log names both routes; the slow route wins the doubt: "host" (line 3): and no line of this model load names the fast route, after "dev" (line 1)`},
@@ -247,8 +270,8 @@ func TestRouteDetailNotes(t *testing.T) {
 
 func TestRuleErrors(t *testing.T) {
 	_, err := NewMatcher(
-		[]string{`ok`, `route (`, CountPrefix + `(\d+) of \d+`, UnlessFastPrefix + `x`, CountPrefix + " ", HeavierPrefix + `(\d+)`},
-		[]string{`a**`, CountPrefix + `(\d+)/(\d+)`, HeavierPrefix + `host`})
+		[]string{`ok`, `route (`, CountPrefix + `(\d+) of \d+`, UnlessFastPrefix + `x`, CountPrefix + " ", HeavierPrefix + `(\d+)`, PlanPrefix + `(\d+) of \d+`, PlanPrefix + `(\d+) (\d+) (\d+)`},
+		[]string{`a**`, CountPrefix + `(\d+)/(\d+)`, HeavierPrefix + `host`, PlanPrefix + `will offload`})
 	if err == nil {
 		t.Fatal("NewMatcher of bad rules: no error")
 	}
@@ -261,13 +284,16 @@ func TestRuleErrors(t *testing.T) {
 		`--slow-route "count: (\\d+)/(\\d+)": a count rule names both routes (counts equal: fast; not equal: slow); pass it as --fast-route`,
 		`--fast-route "heavier: (\\d+)": a heavier rule names the slow route when its sizes outweigh the device's; pass it as --slow-route`,
 		`--slow-route "heavier: host": a heavier rule needs one group capturing a size, e.g. 'heavier: CPU model buffer size = +([0-9.]+) MiB'; it has 0`,
+		`--fast-route "plan: (\\d+) of \\d+": a plan rule has no group, or two capturing numbers (planned, of all), e.g. 'plan: model=(?P<total>\d+) offload=(\d+)'; it has 1`,
+		`--fast-route "plan: (\\d+) (\\d+) (\\d+)": a plan rule has no group, or two capturing numbers (planned, of all), e.g. 'plan: model=(?P<total>\d+) offload=(\d+)'; it has 3`,
+		`--slow-route "plan: will offload": a plan rule states a plan for the fast route, never a placement; pass it as --fast-route`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("NewMatcher error =\n%v\nwant it to hold %q", err, want)
 		}
 	}
-	if strings.Count(err.Error(), "\n") != 7 {
-		t.Errorf("NewMatcher error lists %d problems, want 8:\n%v", strings.Count(err.Error(), "\n")+1, err)
+	if strings.Count(err.Error(), "\n") != 10 {
+		t.Errorf("NewMatcher error lists %d problems, want 11:\n%v", strings.Count(err.Error(), "\n")+1, err)
 	}
 }
 

@@ -64,10 +64,15 @@ func quoteMatch(m *Match) string {
 }
 
 // neither says what was looked for, how to make the serve print it when
-// that is known, and what the log does say about devices.
+// that is known, and what the log does say about devices; a plan for the
+// fast route first, where there is one: it says where the serve meant the
+// weights to go, not where they went.
 func neither(ev Evidence) string {
 	d := fmt.Sprintf("the serve log names neither route (fast: %s; slow: %s): the evidence has to be there",
 		strings.Join(ev.FastPatterns, ", "), strings.Join(ev.SlowPatterns, ", "))
+	if ev.Plan != nil {
+		d = "only a plan: " + quoteMatch(ev.Plan) + ", not where the weights went; " + d
+	}
 	if ev.Hint != "" {
 		d += "; " + ev.Hint
 	}

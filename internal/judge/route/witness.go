@@ -31,7 +31,8 @@ import (
 //     but where the serve made itself too large to read (Excess), the
 //     fast route is not taken on the log's word alone.
 //
-// The serve's own account (Account) is weighed like a log line.
+// The serve's own account (Account) is weighed like a log line that can
+// name the slow route; one that names the fast route is only a plan.
 type Witness struct {
 	// Devices are the fast route's device node classes (globs such as
 	// /dev/accel/accel*), Libraries its backend libraries' (globs of a
@@ -140,14 +141,20 @@ func JudgeWitnessed(ev Evidence, w *Witness) Verdict {
 }
 
 // fold puts the serve's account among the log's matches, as a line of its
-// own would be: it names a route only where the log does not already.
+// own would be: it names the slow route only where the log does not
+// already. It never names the fast route: a serve's account of its own
+// placement is what it expects, not where its runner put the weights
+// (Ollama's /api/ps shows the split its scheduler planned, and a runner
+// that finds no GPU library runs on the CPU while ps says 100% GPU:
+// ollama/ollama#10369, #7323, #9704, #7597), so one that puts all of the
+// model on the device is only a plan.
 func (a *Account) fold(ev Evidence) Evidence {
 	if a == nil {
 		return ev
 	}
 	m := &Match{Text: a.Text, Pattern: a.Source, Why: a.Why}
-	if a.Route == RouteFast && ev.Fast == nil {
-		ev.Fast = m
+	if a.Route == RouteFast && ev.Plan == nil {
+		ev.Plan = m
 	}
 	if a.Route == RouteSlow && ev.Slow == nil {
 		ev.Slow = m

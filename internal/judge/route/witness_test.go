@@ -154,10 +154,27 @@ func TestRouteWitnessed(t *testing.T) {
 			w.Account = &Account{Source: "GET /api/ps", Text: "a", Route: RouteSlow, Why: "b"}
 		}), false,
 			`the serve log names both routes; the slow route wins the doubt: "a" (the serve's own account, GET /api/ps): b, after "` + fastLine + `" (line 3); witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*)`},
-		{"account all on the device, no device held: FAIL", neitherEv, npuWitness(func(w *Witness) {
+		{"account all on the device, no device held: only a plan, FAIL", neitherEv, npuWitness(func(w *Witness) {
 			w.Account = &Account{Source: "GET /api/ps", Text: "a", Route: RouteFast, Why: "all of the model on the device"}
 		}), false,
-			`the serve log names the fast route: "a" (the serve's own account, GET /api/ps): all of the model on the device; but ` + none + ": this run is not on the fast route"},
+			`only a plan: "a" (the serve's own account, GET /api/ps): all of the model on the device, not where the weights went; ` + neitherQ + "; witnessed: " + none},
+		// ps says what Ollama expects, not where the runner put the
+		// weights: all of the model there never names the fast route,
+		// even with the device held and busy.
+		{"account all on the device, device held and busy: still only a plan, FAIL", neitherEv, npuWitness(func(w *Witness) {
+			w.Held = []string{"/dev/accel/accel0"}
+			w.Usage = []Usage{busy}
+			w.Account = &Account{Source: "GET /api/ps", Text: "tiny: size 1000, size_vram 1000", Route: RouteFast, Why: "all of the model in device memory"}
+		}), false,
+			`only a plan: "tiny: size 1000, size_vram 1000" (the serve's own account, GET /api/ps): all of the model in device memory, not where the weights went; ` + neitherQ + `; witnessed: the serve's processes (2 read) hold "/dev/accel/accel0" and map none of its backends (libggml-cann*.so*); engine busy 1.9 s of 2.1 s decoding (fdinfo)`},
+		{"account all on the device after the log's own plan: the log's plan is quoted", Evidence{FastPatterns: []string{"f"}, SlowPatterns: []string{"s"}, Lines: 2, Plan: &Match{Line: 1, Text: "plan"}}, npuWitness(func(w *Witness) {
+			w.Account = &Account{Source: "GET /api/ps", Text: "a", Route: RouteFast}
+		}), false,
+			`only a plan: "plan" (line 1), not where the weights went; ` + neitherQ + "; witnessed: " + none},
+		{"account all on the device against slow words: the slow route, the plan unquoted", slowEv, npuWitness(func(w *Witness) {
+			w.Account = &Account{Source: "GET /api/ps", Text: "a", Route: RouteFast}
+		}), false,
+			`the serve log names the slow route: "` + slowLine + `" (line 4); this run is on the slow route; witnessed: ` + none},
 		{"account fast, the log's own fast line is quoted", fastEv, npuWitness(func(w *Witness) {
 			w.Held = []string{"/dev/accel/accel0"}
 			w.Account = &Account{Source: "GET /api/ps", Text: "a", Route: RouteFast}
