@@ -538,8 +538,8 @@ func (c *Config) checkLimits(name func(flag string) string) (*route.Rules, error
 		errs = append(errs, fmt.Errorf("%s %d: pass 1 to %d; %d, the default, is Wald's test at alpha %g (docs/measuring.md)", name("lead"), c.Lead, report.MaxReplies, stats.DefaultLead, stats.Alpha))
 	}
 	// Every route rule the judge would refuse is a problem, so all of them
-	// are fixed in one go: RE2 patterns, and count:, unless-fast:, heavier:
-	// and load: rules (docs/presets.md).
+	// are fixed in one go: RE2 patterns, and count:, unless-fast:, heavier:,
+	// load: and plan: rules (docs/presets.md).
 	rules, err := route.Compile(name("fast-route"), name("slow-route"), c.FastRoute, c.SlowRoute)
 	errs = append(errs, err)
 	return rules, errors.Join(errs...)

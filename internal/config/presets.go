@@ -189,6 +189,13 @@ var (
 // backend."). A dispatcher that has no graph keys says "No cudagraph will
 // be used" (vllm/v1/cudagraph_dispatcher.py); it is the slow route unless
 // graphs were captured, as a warm-up may dispatch before the capture.
+// --enforce-eager is said as the engine's config is settled
+// (vllm/config/vllm.py VllmConfig.__post_init__): "Enforce eager set,
+// overriding optimization level to -O0" from the -O levels'
+// introduction (vllm-project/vllm#26847) until --enforce-eager
+// turned off only compilation and graphs (#34523: "Enforce eager set,
+// disabling torch.compile and CUDAGraphs"), and "Cudagraph is disabled
+// under eager mode" in both (v0.15.1 prints the two in a row).
 var (
 	vllmFast = []string{
 		`Graph capturing finished in \d+ secs`,
@@ -197,6 +204,7 @@ var (
 	}
 	vllmSlow = []string{
 		`Enforce eager set, disabling torch\.compile and CUDAGraphs`,
+		`Enforce eager set, overriding optimization level to -O0`,
 		`Cudagraph is disabled under eager mode`,
 		`Skipping CUDA graph capture`,
 		`Using (?:AttentionBackendEnum\.)?(?:TORCH_SDPA|CPU_ATTN)(?: attention)? backend`,
@@ -218,7 +226,7 @@ var (
 		`cudagraph_mode is not support on NPU\. falling back to NONE`,
 		`setting CUDAGraphMode to NONE`,
 		vllmNoGraph,
-	}, vllmSlow[:3]...)
+	}, vllmSlow[:4]...)
 )
 
 // FastFlowLM's own failures to reach the NPU, beside flm validate's: the
@@ -239,10 +247,21 @@ var flmSlow = []string{`No NPU device found`, `No XDNA2 NPU hardware detected`, 
 // llama.cpp's lines, and Lemonade's Python server (8.x, src/lemonade/
 // tools/server/llamacpp.py) retries a model on the CPU when the GPU load
 // fails ("Loading X on GPU didn't work, re-attempting on CPU"), the CPU
-// llama-server (-ngl 0) prefixing its lines "LLAMA SERVER CPU:".
+// llama-server (-ngl 0) prefixing its lines "LLAMA SERVER CPU:". Its
+// router names the recipe and device of each model it loads ("Loading
+// model: qwen3.5-9b-FLM (checkpoint: qwen3.5:9b, recipe: flm, type: llm,
+// device: npu, residency: standard)": lemonade-sdk/lemonade@
+// e385039ed33551de7f54cb73194cd08088772c08:src/cpp/server/router.cpp, at
+// DEBUG, "(Router) "; before 10.0 on stdout as "[Router] Loading model:
+// ... device: npu)", lemonade-sdk/lemonade@
+// 3f76d400a51c1118c08659c950a1365f2d38ef49:src/cpp/server/router.cpp,
+// v9.4.1): an LLM on the flm recipe is served on the NPU or nowhere, as
+// FastFlowLM has no other device (a load that fails there leaves no reply
+// to judge, and FLM's own failures name the slow route).
 var (
-	lemonadeFast = append([]string{`\(FastFlowLM\) (?:FastFlowLM|flm-server) is ready!`}, llamaFast...)
-	lemonadeSlow = append([]string{`FLM NPU validation failed`, `didn't work, re-attempting on CPU`, `LLAMA SERVER CPU: `}, llamaSlow...)
+	lemonadeFLMLoad = `[[(]Router[])] Loading model: .* \(checkpoint: .*, recipe: flm, type: llm, device: npu[,)]`
+	lemonadeFast    = append([]string{`\(FastFlowLM\) (?:FastFlowLM|flm-server) is ready!`, lemonadeFLMLoad}, llamaFast...)
+	lemonadeSlow    = append([]string{`FLM NPU validation failed`, `didn't work, re-attempting on CPU`, `LLAMA SERVER CPU: `}, llamaSlow...)
 )
 
 // Presets by name.

@@ -58,6 +58,10 @@ func TestPresetRoutes(t *testing.T) {
 		{"ollama", "v0.12.11, its own engine, on the CPU", `time=2026-12-01T06:45:02.158Z level=INFO source=ggml.go:494 msg="offloaded 0/29 layers to GPU"`, "slow"},
 		// vLLM.
 		{"vllm", "graphs captured", "INFO 11-30 02:10:00 [cuda.py:367] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER'].\nINFO 11-30 02:10:20 [gpu_model_runner.py:4650] Graph capturing finished in 12 secs, took 0.45 GiB", "fast"},
+		// --enforce-eager before vllm-project/vllm#34523, as v0.15.1 prints it.
+		{"vllm", "eager, as -O0", "WARNING 02-06 03:33:17 [vllm.py:662] Enforce eager set, overriding optimization level to -O0", "slow"},
+		{"vllm-ascend", "eager, as -O0", "WARNING 02-06 03:33:17 [vllm.py:662] Enforce eager set, overriding optimization level to -O0", "slow"},
+		{"vllm-ascend", "eager, graphs disabled", "INFO 02-06 03:33:17 [vllm.py:762] Cudagraph is disabled under eager mode", "slow"},
 		{"vllm", "eager", "WARNING 11-30 02:10:00 [vllm.py:1172] Enforce eager set, disabling torch.compile and CUDAGraphs. This is equivalent to setting -cc.mode=none -cc.cudagraph_mode=none\nINFO 11-30 02:10:00 [vllm.py:1401] Cudagraph is disabled under eager mode", "slow"},
 		{"vllm", "a CPU attention backend, forced", "INFO [cpu.py:120] Using AttentionBackendEnum.CPU_ATTN backend.", "slow"},
 		{"vllm", "a CPU attention backend, chosen", "INFO [cpu.py:120] Using TORCH_SDPA attention backend out of potential backends: ['TORCH_SDPA'].", "slow"},
@@ -102,6 +106,13 @@ func TestPresetRoutes(t *testing.T) {
 		{"ovms", "two GPUs and the CPU", "[modelmanager][info] Available devices for Open VINO: CPU, GPU.0, GPU.1", "slow"},
 		{"ovms", "the NPU among them", "[modelmanager][info] Available devices for Open VINO: CPU, GPU, NPU", "neither"},
 		{"ovms", "a name it does not know", "[modelmanager][info] Available devices for Open VINO: CPU, VPUX", "neither"},
+		// OVMS at DEBUG sets OPENVINO_LOG_LEVEL=4, and OpenVINO GenAI then
+		// prints each compiled model's properties on stdout, its
+		// EXECUTION_DEVICES on lines of their own: the continuous-batching
+		// servable is named by its own line, and the tokenizer's CPU beside
+		// the NPU given names nothing.
+		{"ovms", "the continuous-batching servable, its devices printed after it", "[2025-08-06 11:20:23.102][225472][serving][info][servable_initializer.cpp:262] Initializing Language Model Continuous Batching servable\nModel: LLM with Paged Attention\nEXECUTION_DEVICES:\n CPU: Intel(R) Core(TM) Ultra 7 155H", "slow"},
+		{"ovms", "the NPU given, the tokenizer's devices printed", "[2025-08-06 11:20:22.214][225472][serving][debug][server.cpp:120] target_device: NPU\nModel: OV Tokenizer\nEXECUTION_DEVICES:\n CPU: Intel(R) Core(TM) Ultra 7 155H", "fast"},
 		// FastFlowLM: its validate line is red.
 		{"flm", "a request on the NPU", "[FLM]  Loading model: qwen3:0.6b\n[🟢 ]  NPU Locked!", "fast"},
 		{"flm", "no NPU", "[ERROR]  No NPU device found.", "slow"},
@@ -115,6 +126,15 @@ func TestPresetRoutes(t *testing.T) {
 		{"lemonade", "the GPU load failed, retried on the CPU", "WARNING:  Loading Qwen3-30B-A3B-GGUF on GPU didn't work, re-attempting on CPU", "slow"},
 		{"lemonade", "the CPU llama-server's lines", "DEBUG:    LLAMA SERVER CPU: print_info: file format = GGUF V3 (latest)", "slow"},
 		{"lemonade", "the GPU llama-server's lines", "DEBUG:    LLAMA SERVER GPU: srv  log_server_r: request: GET /health 127.0.0.1 503", "neither"},
+		// Its router names the recipe and device of a load: an LLM on the
+		// flm recipe is on the NPU (10.x at DEBUG, as lemonade-sdk/lemonade
+		// #3167 shows it; 9.x on stdout).
+		{"lemonade", "its router loads an LLM on the flm recipe", "2026-08-16 20:13:08.100 [Debug] (Router) Loading model: qwen3.5-9b-FLM (checkpoint: qwen3.5:9b, recipe: flm, type: llm, device: npu, residency: standard)", "fast"},
+		{"lemonade", "its router as 9.x and 10.0 wrote it", "[Router] Loading model: Qwen3-0.6B-FLM (checkpoint: qwen3:0.6b, recipe: flm, type: llm, device: npu)", "fast"},
+		{"lemonade", "its router loads an LLM on the llamacpp recipe", "[Debug] (Router) Loading model: Qwen3-0.6B-GGUF (checkpoint: unsloth/Qwen3-0.6B-GGUF:Q4_0, recipe: llamacpp, type: llm, device: gpu, residency: standard)", "neither"},
+		{"lemonade", "an embedding model on the flm recipe is not the LLM", "[Debug] (Router) Loading model: embed-gemma-300m-FLM (checkpoint: embed-gemma:300m, recipe: flm, type: embedding, device: npu, residency: standard)", "neither"},
+		{"lemonade", "a device list that is not the NPU alone", "[Debug] (Router) Loading model: x (checkpoint: y, recipe: flm, type: llm, device: cpu|npu, residency: standard)", "neither"},
+		{"lemonade", "a device that only starts with npu", "[Debug] (Router) Loading model: x (checkpoint: y, recipe: flm, type: llm, device: npux)", "neither"},
 		{"lemonade", "its llamacpp recipe on ROCm", "[Info] (Process) load_tensors: offloaded 41/41 layers to GPU\n[Info] (Process) load_tensors:        ROCm0 model buffer size = 36144.11 MiB", "fast"},
 		// The reference serve: the note first.
 		{"1bit", "all roles", "npu: ready on the private route dx (4 of 4 roles have a 16-row decode kernel)", "fast"},

@@ -146,8 +146,8 @@ func JudgeWitnessed(ev Evidence, w *Witness) Verdict {
 // placement is what it expects, not where its runner put the weights
 // (Ollama's /api/ps shows the split its scheduler planned, and a runner
 // that finds no GPU library runs on the CPU while ps says 100% GPU:
-// ollama/ollama#10369, #7323, #9704, #7597), so one that puts all of the
-// model on the device is only a plan.
+// ollama/ollama#10369; users met it in #7323, #9068, #9704, #10445), so
+// one that puts all of the model on the device is only a plan.
 func (a *Account) fold(ev Evidence) Evidence {
 	if a == nil {
 		return ev
