@@ -887,7 +887,7 @@ func (g *Gate) witnessLast(res *report.Result, a *asker, w *witnessing) {
 	res.Witness = &rec
 	g.logf("witness: %s", witnessLine(&rec))
 	if rec.Memory != nil {
-		g.logf("witness: memory: %s", quote.Cut(witness.MemoryLine(rec.Memory), 600))
+		g.logf("witness: memory: %s", witness.MemoryLine(rec.Memory))
 	}
 }
 

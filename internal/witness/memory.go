@@ -89,22 +89,30 @@ func accountOf(s Sample) route.MemorySample {
 }
 
 // MemoryLine says what DeviceMemory found, for the console: the weights
-// and the device's account at each sample.
+// and the device's account at each sample, each reason cut to 300 runes.
 func MemoryLine(m *route.Memory) string {
 	if m == nil {
 		return "not read"
 	}
-	w := "weights not sized (" + m.NoWeights + ")"
+	w := "weights not sized (" + cut(m.NoWeights) + ")"
 	if m.WeightsBytes > 0 {
-		w = fmt.Sprintf("weights %d bytes (%s)", m.WeightsBytes, m.WeightsFrom)
+		w = fmt.Sprintf("weights %d bytes (%s)", m.WeightsBytes, cut(m.WeightsFrom))
 	}
 	var parts []string
 	for _, s := range m.Samples {
 		if s.Why != "" {
-			parts = append(parts, "no account ("+s.Why+")")
+			parts = append(parts, "no account ("+cut(s.Why)+")")
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%d bytes (%s, %d processes)", s.Bytes, s.Source, len(s.Processes)))
 	}
 	return w + "; device memory at the samples: " + strings.Join(parts, ", ")
+}
+
+// cut is s cut to 300 runes, with "..." after the cut.
+func cut(s string) string {
+	if r := []rune(s); len(r) > 300 {
+		return string(r[:300]) + "..."
+	}
+	return s
 }

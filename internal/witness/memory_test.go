@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -108,6 +109,9 @@ func TestDeviceMemoryProcesses(t *testing.T) {
 	}
 	if got := MemoryLine(&route.Memory{NoWeights: "y"}); got != "weights not sized (y); device memory at the samples: " {
 		t.Errorf("MemoryLine = %q", got)
+	}
+	if got := MemoryLine(&route.Memory{NoWeights: strings.Repeat("é", 301)}); got != "weights not sized ("+strings.Repeat("é", 300)+"...); device memory at the samples: " {
+		t.Errorf("MemoryLine of a long reason = %q", got)
 	}
 	if got := MemoryLine(nil); got != "not read" {
 		t.Errorf("MemoryLine(nil) = %q", got)
