@@ -49,7 +49,7 @@ func accountOf(s Sample) route.MemorySample {
 		for _, pid := range pids {
 			b := min(max(procs[pid], 0), route.MaxMemoryBytes+1)
 			ms.Bytes = min(ms.Bytes+b, route.MaxMemoryBytes+1)
-			if len(ms.Processes) < MaxSeen {
+			if len(ms.Processes) < route.MaxMemoryProcesses {
 				ms.Processes = append(ms.Processes, route.ProcessMemory{PID: pid, Bytes: b})
 			}
 		}

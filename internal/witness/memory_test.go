@@ -97,12 +97,13 @@ func TestDeviceMemory(t *testing.T) {
 // of them counted.
 func TestDeviceMemoryProcesses(t *testing.T) {
 	procs := map[int]int64{}
-	for pid := 1; pid <= MaxSeen+1; pid++ {
+	const most = route.MaxMemoryProcesses
+	for pid := 1; pid <= most+1; pid++ {
 		procs[pid] = 1 << 20
 	}
 	s := accountOf(Sample{Held: []string{"/dev/nvidia0"}, Tools: []Tool{{Name: "nvidia-smi", Account: true, Procs: procs}}})
-	if s.Bytes != (MaxSeen+1)<<20 || len(s.Processes) != MaxSeen || s.Processes[MaxSeen-1].PID != MaxSeen {
-		t.Errorf("accountOf(%d processes) = %d bytes, %d listed, want %d and %d", MaxSeen+1, s.Bytes, len(s.Processes), (MaxSeen+1)<<20, MaxSeen)
+	if s.Bytes != (most+1)<<20 || len(s.Processes) != most || s.Processes[most-1].PID != most {
+		t.Errorf("accountOf(%d processes) = %d bytes, %d listed, want %d and %d", most+1, s.Bytes, len(s.Processes), (most+1)<<20, most)
 	}
 	if got := MemoryLine(&route.Memory{WeightsBytes: 5, WeightsFrom: "m.gguf", Samples: []route.MemorySample{s, {Why: "x"}}}); got != "weights 5 bytes (m.gguf); device memory at the samples: 34603008 bytes (nvidia-smi, 32 processes), no account (x)" {
 		t.Errorf("MemoryLine = %q", got)

@@ -41,6 +41,10 @@ type MemorySample struct {
 	Why string `json:"why,omitempty"`
 }
 
+// MaxMemoryProcesses is the most processes a sample lists (all of them
+// counted in its Bytes).
+const MaxMemoryProcesses = 32
+
 // ProcessMemory is the device memory one of the serve's processes holds.
 type ProcessMemory struct {
 	PID   int   `json:"pid"`
