@@ -15,7 +15,8 @@ import "fmt"
 //   - where the log (or the serve's own account) names a route, the device
 //     must agree, or the route fails naming both;
 //   - no account readable, or weights that could not be sized, change
-//     nothing, and the detail says why.
+//     nothing, and where the log names neither route the detail says
+//     why.
 //
 // Device memory is never bounded above by the weights: every serve
 // allocates beside them (docs/measuring.md#device-memory).
@@ -145,14 +146,18 @@ func (m *Memory) weigh(a Verdict, ev Evidence) Verdict {
 	if m == nil {
 		return a
 	}
+	neither := ev.Fast == nil && ev.Slow == nil
 	if why := m.whyNot(); why != "" {
-		a.Detail += "; device memory: not witnessed (" + why + ")"
+		// said where it could have decided: a log that names a route
+		// stands as it did
+		if neither {
+			a.Detail += "; device memory: not witnessed (" + why + ")"
+		}
 		return a
 	}
 	s, _ := m.onDevice()
 	names, text := m.account(s)
 	fast := names == RouteFast
-	neither := ev.Fast == nil && ev.Slow == nil
 	if neither && fast && !a.OK {
 		a.OK = true
 		a.Detail = "the device's own account names the fast route where the serve log names neither: " + text + "; " + a.Detail

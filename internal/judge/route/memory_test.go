@@ -73,8 +73,10 @@ func TestRouteMemory(t *testing.T) {
 			neitherQ + seen + "; device memory: not witnessed (no account of the device's memory was read)"},
 		{"weights not sized: neither stays, saying why", neitherEv, held(&Memory{NoWeights: "the serve command names no model file", Samples: []MemorySample{smi(100 * gib)}}), false,
 			neitherQ + seen + "; device memory: not witnessed (the model's weights not sized: the serve command names no model file)"},
-		{"weights of 0 bytes, no reason: not sized", fastEv, held(&Memory{Samples: []MemorySample{smi(0)}}), true,
-			fastQ + seen + "; device memory: not witnessed (the model's weights not sized: 0 bytes is no size)"},
+		{"weights of 0 bytes, no reason: not sized", neitherEv, held(&Memory{Samples: []MemorySample{smi(0)}}), false,
+			neitherQ + seen + "; device memory: not witnessed (the model's weights not sized: 0 bytes is no size)"},
+		{"fast words, weights not sized: the log stands, nothing said", fastEv, held(&Memory{NoWeights: "x", Samples: []MemorySample{smi(0)}}), true, fastQ + seen},
+		{"slow words, no account: the log stands, nothing said", slowEv, held(weights(100, MemorySample{Why: "y"})), false, slowQ + seen},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
