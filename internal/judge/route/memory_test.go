@@ -109,6 +109,7 @@ func TestMemoryBounds(t *testing.T) {
 		{"an account below 0 is not", weights(10, smi(-1)), "no account of the device's memory: -1 bytes from nvidia-smi is past any device's memory", 0, "", false, ""},
 		{"an account past the bound is not", weights(10, smi(MaxMemoryBytes+1)), "no account of the device's memory: 4398046511105 bytes from nvidia-smi is past any device's memory", 0, "", false, ""},
 		{"an account past the bound beside one read: the one read", weights(10, smi(MaxMemoryBytes+1), smi(9)), "", 9, "nvidia-smi", true, ""},
+		{"a sample with a source and a reason is none", weights(10, MemorySample{Source: "nvidia-smi", Bytes: 10, Why: "x"}), "no account of the device's memory: x", 0, "", false, ""},
 		{"a sample with no source is none", weights(10, MemorySample{Bytes: 10}), "no account of the device's memory was read", 0, "", false, ""},
 		{"a sample with no source is none, at 0", weights(10, MemorySample{Bytes: 0}), "no account of the device's memory was read", 0, "", false, ""},
 		{"a sample with no source is none, at the bound", weights(10, MemorySample{Bytes: MaxMemoryBytes}), "no account of the device's memory was read", 0, "", false, ""},
