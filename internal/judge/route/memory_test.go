@@ -140,6 +140,9 @@ func TestMemoryBounds(t *testing.T) {
 // TestMemoryMargin pins MarginPercent at its boundary: 90 of 100 is all,
 // 89 is not, and the comparison holds for sizes past 2^53.
 func TestMemoryMargin(t *testing.T) {
+	if MaxMemoryBytes != 4<<40 {
+		t.Errorf("MaxMemoryBytes = %d, want 4 TiB", int64(MaxMemoryBytes))
+	}
 	if MarginPercent != 10 {
 		t.Errorf("MarginPercent = %d, want 10 (docs/measuring.md says so)", MarginPercent)
 	}
