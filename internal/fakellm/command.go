@@ -37,6 +37,9 @@ var profiles = map[string]struct {
 // to stdout and stops on SIGTERM or SIGINT (unless told to ignore TERM, as a
 // serve with a stream open does).
 func Command(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "gguf" {
+		return ggufCommand(args[1:], stderr)
+	}
 	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -52,6 +55,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		stopParent  = fs.Bool("stop-parent", false, "once listening, stop its parent with SIGSTOP (its supervisor), as a hostile serve can")
 		holdDevice  = fs.String("hold-device", "", "open this path at start and hold it open, as a serve holds its device node")
 		mapLibrary  = fs.String("map-library", "", "map this file at start and keep it mapped, as a serve maps its backend library")
+		deviceMiB   = fs.Int64("device-mib", 0, "with --device-account: the device memory (MiB) the device's own account attributes to this process")
+		account     = fs.String("device-account", "", "write this process's row of nvidia-smi's compute apps (\"PID, MIB\", --device-mib) to DIR/PID at start, for a fake nvidia-smi to list; removed at exit")
 	)
 	fs.StringVar(&opt.Model, "model", "sim-0.6B", "model name")
 	fs.StringVar(&opt.Persona, "persona", "", "behave like a kind of serve: "+strings.Join(PersonaNames(), ", ")+" (default: the reference serve)")
@@ -180,6 +185,15 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		}
 		defer unmap()
 		fmt.Fprintf(stdout, "fakellm: mapped %s\n", *mapLibrary)
+	}
+	if *account != "" {
+		remove, err := writeAccount(*account, *deviceMiB)
+		if err != nil {
+			fmt.Fprintf(stdout, "fakellm: fatal: %v\n", err)
+			return 1
+		}
+		defer remove()
+		fmt.Fprintf(stdout, "fakellm: %d MiB of device memory in the device's account\n", *deviceMiB)
 	}
 	if *detach {
 		if err := spawnDetached(opt.Model); err != nil {

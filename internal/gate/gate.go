@@ -842,6 +842,9 @@ type witnessing struct {
 	first   witness.Sample
 	account *route.Account
 	outside string // why the serve's processes are not the tree's, if they are not
+	// weights is the size of the model file the serve command names,
+	// for the device's account of its memory to be weighed against.
+	weights route.Memory
 }
 
 // witnessFirst asks the serve for its own account of its placement, then
@@ -858,6 +861,7 @@ func (g *Gate) witnessFirst(a *asker) *witnessing {
 		w.account = witness.Ask(a.ctx, http.DefaultClient, a.base, p.WitnessAccount, p.Model)
 		g.logf("witness: the serve's own account, %s: %s %s", w.account.Source, quote.Cut(w.account.Text, 200), w.account.Why)
 	}
+	w.weights = witness.Weights(p.Argv)
 	if w.outside = witness.Outside(p.Argv); w.outside == "" {
 		w.first = w.r.Sample(a.ctx, a.proc.Tree())
 	}
@@ -875,11 +879,16 @@ func (g *Gate) witnessLast(res *report.Result, a *asker, w *witnessing) {
 	if w.outside != "" {
 		rec = route.Witness{Devices: w.r.Devices, Libraries: w.r.Libraries, Binary: g.Plan.WitnessBinary, NotRead: w.outside}
 	} else {
-		rec = w.r.Witness(w.first, w.r.Sample(a.ctx, a.proc.Tree()), g.Plan.WitnessBinary)
+		last := w.r.Sample(a.ctx, a.proc.Tree())
+		rec = w.r.Witness(w.first, last, g.Plan.WitnessBinary)
+		rec.Memory = witness.DeviceMemory(w.first, last, w.weights)
 	}
 	rec.Account = w.account
 	res.Witness = &rec
 	g.logf("witness: %s", witnessLine(&rec))
+	if rec.Memory != nil {
+		g.logf("witness: memory: %s", witness.MemoryLine(rec.Memory))
+	}
 }
 
 // witnessLine says what the witnesses saw, for the console.

@@ -173,6 +173,23 @@ func (g *ranges) witness(w *route.Witness) {
 		g.ms(p+"span_ns", float64(u.SpanNS))
 		g.ms(p+"memory_bytes", float64(u.MemoryBytes))
 	}
+	if m := w.Memory; m != nil {
+		g.ms("witness.memory.weights_bytes", float64(m.WeightsBytes))
+		if len(m.Samples) > 2 {
+			g.add("witness.memory.samples holds %d samples, more than 2 (the first and the last)", len(m.Samples))
+		}
+		for i, s := range m.Samples {
+			p := fmt.Sprintf("witness.memory.samples[%d].", i)
+			g.ms(p+"bytes", float64(s.Bytes))
+			if len(s.Processes) > route.MaxMemoryProcesses {
+				g.add("%sprocesses holds %d, more than %d", p, len(s.Processes), route.MaxMemoryProcesses)
+			}
+			for j, pm := range s.Processes {
+				g.count(fmt.Sprintf("%sprocesses[%d].pid", p, j), pm.PID)
+				g.ms(fmt.Sprintf("%sprocesses[%d].bytes", p, j), float64(pm.Bytes))
+			}
+		}
+	}
 }
 
 // rangeErrors is every field of r out of range, each named by its path

@@ -29,7 +29,8 @@ func TestReadRefusesOutOfRange(t *testing.T) {
 	}{
 		{name: "as the gate writes it", result: `"replies": [` + reply + `], "run": {"replies": 1, "warmup": 1, "max_tokens": 128}, "serve": {"port": 8080, "survivors": 0}, ` +
 			load(limits, round+","+round) + `, "energy": {"window_s": 1.5, "joules": 30, "idle_w": 2, "tokens": 128, "gross_j_per_token": 0.2, "net_j_per_token": -0.01},` +
-			`"witness": {"processes": 1, "usage": [{"source": "fdinfo", "engine_ns": 5, "span_ns": 9, "memory_bytes": 1}]}`},
+			`"witness": {"processes": 1, "usage": [{"source": "fdinfo", "engine_ns": 5, "span_ns": 9, "memory_bytes": 1}], ` +
+			`"memory": {"weights_bytes": 2147483648, "weights_from": "m.gguf", "samples": [{"source": "nvidia-smi", "bytes": 0, "processes": [{"pid": 42, "bytes": 0}]}, {"why": "x"}]}}`},
 		{name: "negative tokens in a reply file", reply: `{"n": 1, "first_ms": 250, "last_ms": 1520, "completion_tokens": -5}`,
 			want: "reply_1.json: completion_tokens is -5, below 0"},
 		{name: "a decode window that ends before it starts", reply: `{"n": 1, "first_ms": 250, "last_ms": 100}`,
@@ -62,6 +63,12 @@ func TestReadRefusesOutOfRange(t *testing.T) {
 		{name: "a negative port", result: `"serve": {"port": -1}`, want: "serve.port is -1, not 0 to 65535"},
 		{name: "witness", result: `"witness": {"processes": -1, "usage": [{"source": "fdinfo", "engine_ns": -1, "span_ns": -1, "memory_bytes": -1}]}`,
 			want: "result.json: witness.processes is -1, below 0; witness.usage[0].engine_ns is -1, below 0; witness.usage[0].span_ns is -1, below 0; witness.usage[0].memory_bytes is -1, below 0"},
+		{name: "witness memory", result: `"witness": {"processes": 1, "memory": {"weights_bytes": -1, "samples": [{"source": "nvidia-smi", "bytes": -2, "processes": [{"pid": -3, "bytes": -4}]}]}}`,
+			want: "result.json: witness.memory.weights_bytes is -1, below 0; witness.memory.samples[0].bytes is -2, below 0; witness.memory.samples[0].processes[0].pid is -3, below 0; witness.memory.samples[0].processes[0].bytes is -4, below 0"},
+		{name: "witness memory: 3 samples", result: `"witness": {"processes": 1, "memory": {"samples": [{}, {}, {}]}}`,
+			want: "result.json: witness.memory.samples holds 3 samples, more than 2 (the first and the last)"},
+		{name: "witness memory: 33 processes", result: `"witness": {"processes": 1, "memory": {"samples": [{"processes": [` + strings.Repeat(`{"pid": 1},`, 32) + `{"pid": 1}]}]}}`,
+			want: "result.json: witness.memory.samples[0].processes holds 33, more than 32"},
 		{name: "a load round's reply", result: load(limits, `[{"n": 1, "completion_tokens": -1}, {"n": 2}]`),
 			want: "result.json: load.rounds[0][0].completion_tokens is -1, below 0"},
 		{name: "many: the first five, and a count", result: `"replies": [` + strings.Repeat(`{"n": 1, "chunks": -1},`, 41207) + `{"n": 1, "chunks": -1}]`,

@@ -97,8 +97,14 @@ func (r *Reader) npuSMI(ctx context.Context, pids []int) Tool {
 		if ours[pid] || (cpid > 0 && ours[cpid]) {
 			t.Listed = true
 			t.MemoryBytes += mib << 20
+			if ours[pid] {
+				t.addProc(pid, mib<<20)
+			} else {
+				t.addProc(cpid, mib<<20)
+			}
 		}
 	}
+	t.Account = table && listed > 0
 	switch {
 	case !table:
 		t.Why = "printed no process table (no \"Process id\" column)"

@@ -163,6 +163,7 @@ type Client struct {
 	Engines     bool  // it has drm-engine-* keys
 	MemoryBytes int64 // resident (or total, or the older drm-memory-*) over its regions
 	Memory      bool  // it has memory keys
+	PID         int   // the process whose descriptor it was read from
 }
 
 // Tool is what a vendor's tool said.
@@ -171,6 +172,11 @@ type Tool struct {
 	MemoryBytes int64  // the serve's processes' device memory
 	Listed      bool   // it listed one of the serve's processes
 	Why         string // why it was not read ("not installed"); "" when it was
+	// Procs is the device memory it listed for each of the serve's
+	// processes; Account says its table was read and lists some
+	// process, so that one of the serve's it does not list holds none.
+	Procs   map[int]int64
+	Account bool
 }
 
 // errSampleWait is why a sample stopped when its time ran out.
@@ -590,7 +596,7 @@ func (r *Reader) fdinfo(s *Sample, pid int, file string) {
 		return
 	}
 	id := fmt.Sprintf("pid %d %s", pid, filepath.Base(file))
-	var c Client
+	c := Client{PID: pid}
 	resident, total, legacy := map[string]int64{}, map[string]int64{}, map[string]int64{}
 	driver := ""
 	for line := range strings.SplitSeq(string(b), "\n") {
@@ -640,20 +646,26 @@ func quantity(val, unit string) (int64, bool) {
 	return n, true
 }
 
-// size is a memory figure of the usage stats: bytes, KiB or MiB.
+// size is a memory figure of the usage stats: bytes, KiB or MiB. One
+// past route.MaxMemoryBytes is that bound and one more (not believed),
+// never a shift that overflows.
 func size(val string) int64 {
 	num, unit, _ := strings.Cut(val, " ")
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 0 {
 		return 0
 	}
+	shift := 0
 	switch unit {
 	case "KiB":
-		return n << 10
+		shift = 10
 	case "MiB":
-		return n << 20
+		shift = 20
 	}
-	return n
+	if n > route.MaxMemoryBytes>>shift {
+		return route.MaxMemoryBytes + 1
+	}
+	return n << shift
 }
 
 // readBounded reads the start of a file into b: at most len(b) bytes.
@@ -724,9 +736,14 @@ func (r *Reader) nvidiaSMI(ctx context.Context, pids []int) Tool {
 		}
 		pid, err1 := strconv.Atoi(strings.TrimSpace(pidText))
 		m, err2 := strconv.ParseInt(strings.TrimSpace(mib), 10, 64)
-		if err1 == nil && err2 == nil && ours[pid] && m >= 0 {
+		if err1 != nil || err2 != nil || pid <= 0 || m < 0 || m > maxMiB {
+			continue
+		}
+		t.Account = true // it lists processes: one it does not list holds none
+		if ours[pid] {
 			t.Listed = true
 			t.MemoryBytes += m << 20
+			t.addProc(pid, m<<20)
 		}
 	}
 	return t

@@ -116,7 +116,7 @@ func TestSample(t *testing.T) {
 	if diff := cmp.Diff([]string{"/opt/my lib/libggml-cann.so (deleted)", "/opt/xrt/lib/libxrt_coreutil.so.2"}, s.Mapped); diff != "" {
 		t.Errorf("Mapped (-want +got):\n%s", diff)
 	}
-	want := map[string]Client{"amdxdna_accel_driver client 4": {EngineNS: 1000, Engines: true, MemoryBytes: 2 << 20, Memory: true}}
+	want := map[string]Client{"amdxdna_accel_driver client 4": {EngineNS: 1000, Engines: true, MemoryBytes: 2 << 20, Memory: true, PID: 11}}
 	if diff := cmp.Diff(want, s.Clients); diff != "" {
 		t.Errorf("Clients (-want +got):\n%s", diff)
 	}
@@ -151,10 +151,10 @@ func TestFdinfoKeys(t *testing.T) {
 	}{
 		{"no usage keys (a driver without stats)", "pos:\t0\nflags:\t02\ndrm-driver:\tqaic\n", map[string]Client{}},
 		{"total when no resident", "drm-driver:\tivpu\ndrm-client-id:\t9\ndrm-total-system:\t4 KiB\ndrm-total-vram:\t1 MiB\n",
-			map[string]Client{"ivpu client 9": {MemoryBytes: 4<<10 + 1<<20, Memory: true}}},
-		{"the older drm-memory, in bytes", "drm-driver:\tx\ndrm-memory-vram:\t512\n", map[string]Client{"x pid 5 3": {MemoryBytes: 512, Memory: true}}},
+			map[string]Client{"ivpu client 9": {MemoryBytes: 4<<10 + 1<<20, Memory: true, PID: 5}}},
+		{"the older drm-memory, in bytes", "drm-driver:\tx\ndrm-memory-vram:\t512\n", map[string]Client{"x pid 5 3": {MemoryBytes: 512, Memory: true, PID: 5}}},
 		{"engines summed; capacity and bad values left out", "drm-driver:\ti915\ndrm-client-id:\t1\ndrm-engine-render:\t10 ns\ndrm-engine-copy:\t5 ns\ndrm-engine-capacity-render:\t2\ndrm-engine-video:\t-4 ns\ndrm-engine-x:\t7 ms\n",
-			map[string]Client{"i915 client 1": {EngineNS: 15, Engines: true}}},
+			map[string]Client{"i915 client 1": {EngineNS: 15, Engines: true, PID: 5}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

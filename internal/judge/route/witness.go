@@ -86,6 +86,11 @@ type Witness struct {
 	// Account is what the serve said of its own placement after the
 	// warm-up.
 	Account *Account `json:"account,omitempty"`
+
+	// Memory is the device memory the device's own account attributes
+	// to the serve's processes, against the weights it was asked to
+	// load (memory.go).
+	Memory *Memory `json:"memory,omitempty"`
 }
 
 // Usage is what one source witnessed of the device's use.
@@ -137,7 +142,7 @@ func JudgeWitnessed(ev Evidence, w *Witness) Verdict {
 		return Judge(ev)
 	}
 	ev = w.Account.fold(ev)
-	return w.weigh(Judge(ev), ev)
+	return w.Memory.weigh(w.weigh(Judge(ev), ev), ev)
 }
 
 // fold puts the serve's account among the log's matches, as a line of its
