@@ -175,8 +175,8 @@ func (d *d3dkmt) List() ([]Adapter, error) {
 		if err := call(procQueryStatistic, unsafe.Pointer(&s)); err != nil {
 			return nil, fmt.Errorf("%s: %w", a, err)
 		}
-		segs := int(min(le32(s.result[resultNbSegments:]), maxSegments))
-		nodes := int(min(le32(s.result[resultNodeCount:]), maxNodes))
+		segs := int(min(d3dLE32(s.result[resultNbSegments:]), maxSegments))
+		nodes := int(min(d3dLE32(s.result[resultNodeCount:]), maxNodes))
 		d.counts[a.LUID] = [2]int{nodes, segs}
 		out = append(out, a)
 	}
@@ -201,7 +201,7 @@ func (d *d3dkmt) Use(pid int, a Adapter) (AdapterUse, error) {
 			return AdapterUse{}, fmt.Errorf("node %d: %w", node, err)
 		}
 		// 100 ns units; a figure past 2^63 ns is garbage
-		if t := int64(le64(s.result[resultRunningTime:])); t > 0 && t < 1<<56 {
+		if t := int64(d3dLE64(s.result[resultRunningTime:])); t > 0 && t < 1<<56 {
 			u.RunningNS += t * 100
 		}
 	}
@@ -210,15 +210,15 @@ func (d *d3dkmt) Use(pid int, a Adapter) (AdapterUse, error) {
 		if err := call(procQueryStatistic, unsafe.Pointer(&s)); err != nil {
 			return AdapterUse{}, fmt.Errorf("segment %d: %w", seg, err)
 		}
-		if b := int64(le64(s.result[resultBytesCommitted:])); b > 0 && b < 1<<50 {
+		if b := int64(d3dLE64(s.result[resultBytesCommitted:])); b > 0 && b < 1<<50 {
 			u.MemoryBytes += b
 		}
 	}
 	return u, nil
 }
 
-func le32(b []byte) uint32 {
+func d3dLE32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
-func le64(b []byte) uint64 { return uint64(le32(b)) | uint64(le32(b[4:]))<<32 }
+func d3dLE64(b []byte) uint64 { return uint64(d3dLE32(b)) | uint64(d3dLE32(b[4:]))<<32 }

@@ -31,9 +31,9 @@ func (f *fakeAdapters) Use(pid int, a Adapter) (AdapterUse, error) {
 }
 
 var (
-	npu  = Adapter{LUID: 0x1234, Vendor: 0x1022, Device: 0x17f0, ComputeOnly: true}
-	igpu = Adapter{LUID: 0x5678, Vendor: 0x1002, Device: 0x150e, Render: true}
-	warp = Adapter{LUID: 0x9abc, Vendor: 0x1414, Device: 0x008c, Software: true, Render: true}
+	npuAdapter  = Adapter{LUID: 0x1234, Vendor: 0x1022, Device: 0x17f0, ComputeOnly: true}
+	gpuAdapter  = Adapter{LUID: 0x5678, Vendor: 0x1002, Device: 0x150e, Render: true}
+	warpAdapter = Adapter{LUID: 0x9abc, Vendor: 0x1414, Device: 0x008c, Software: true, Render: true}
 )
 
 // fakeModules lists each process's modules, or refuses.
@@ -63,7 +63,7 @@ func flmReader(ad *fakeAdapters) *Reader {
 
 // samples takes a first and a last sample, the adapters' use set before
 // each, a second apart.
-func samples(t *testing.T, r *Reader, ad *fakeAdapters, before, after map[int]map[uint64]AdapterUse) (Sample, Sample) {
+func loadedSamples(t *testing.T, r *Reader, ad *fakeAdapters, before, after map[int]map[uint64]AdapterUse) (Sample, Sample) {
 	t.Helper()
 	ad.use = before
 	first := r.Sample(context.Background(), []int{10, 11})
@@ -74,11 +74,11 @@ func samples(t *testing.T, r *Reader, ad *fakeAdapters, before, after map[int]ma
 }
 
 func TestLoadedNPUUsed(t *testing.T) {
-	ad := &fakeAdapters{list: []Adapter{npu, igpu, warp}}
+	ad := &fakeAdapters{list: []Adapter{npuAdapter, gpuAdapter, warpAdapter}}
 	r := flmReader(ad)
-	first, last := samples(t, r, ad,
-		map[int]map[uint64]AdapterUse{10: {npu.LUID: {RunningNS: 5e8, MemoryBytes: 1 << 30}, igpu.LUID: {RunningNS: 7e9}}},
-		map[int]map[uint64]AdapterUse{10: {npu.LUID: {RunningNS: 1.4e9, MemoryBytes: 3 << 29}, igpu.LUID: {RunningNS: 9e9, MemoryBytes: 1 << 20}}})
+	first, last := loadedSamples(t, r, ad,
+		map[int]map[uint64]AdapterUse{10: {npuAdapter.LUID: {RunningNS: 5e8, MemoryBytes: 1 << 30}, gpuAdapter.LUID: {RunningNS: 7e9}}},
+		map[int]map[uint64]AdapterUse{10: {npuAdapter.LUID: {RunningNS: 1.4e9, MemoryBytes: 3 << 29}, gpuAdapter.LUID: {RunningNS: 9e9, MemoryBytes: 1 << 20}}})
 	w := r.Witness(first, last, true)
 	if w.Processes != 2 || len(w.Held) != 0 || !slices.Equal(w.Mapped, []string{`C:\Windows\System32\XRT_COREUTIL.DLL`}) {
 		t.Fatalf("witness: %d processes, held %q, mapped %q; want 2, none (no device nodes on Windows), XRT", w.Processes, w.Held, w.Mapped)
@@ -98,9 +98,9 @@ func TestLoadedNPUUsed(t *testing.T) {
 }
 
 func TestLoadedNPUUnused(t *testing.T) {
-	ad := &fakeAdapters{list: []Adapter{npu}}
+	ad := &fakeAdapters{list: []Adapter{npuAdapter}}
 	r := flmReader(ad)
-	first, last := samples(t, r, ad, nil, nil)
+	first, last := loadedSamples(t, r, ad, nil, nil)
 	w := r.Witness(first, last, true)
 	want := []route.Usage{{Source: "d3dkmt", SpanNS: 1e9}}
 	if !slices.Equal(w.Usage, want) {
@@ -113,7 +113,7 @@ func TestLoadedNPUUnused(t *testing.T) {
 	// Nothing loaded of the route, while the log names the fast route:
 	// not on it.
 	r.Modules = fakeModules(map[int][]string{10: {`C:\flm\flm.exe`}, 11: nil}, nil)
-	first, last = samples(t, r, ad, nil, nil)
+	first, last = loadedSamples(t, r, ad, nil, nil)
 	w = r.Witness(first, last, true)
 	v = route.JudgeWitnessed(route.Evidence{Fast: &route.Match{Text: "NPU ready"}}, &w)
 	if v.OK || !strings.Contains(v.Detail, "map none of its backends") || !strings.Contains(v.Detail, "this run is not on the fast route") {
@@ -130,13 +130,13 @@ func TestLoadedStatisticsUnread(t *testing.T) {
 	}{
 		{"no statistics", &fakeAdapters{listErr: errors.New("D3DKMTEnumAdapters2: not in gdi32.dll")},
 			"d3dkmt: the adapters could not be listed: D3DKMTEnumAdapters2: not in gdi32.dll"},
-		{"refused", &fakeAdapters{list: []Adapter{npu}, useErr: fmt.Errorf("OpenProcess: %w", fs.ErrPermission)},
+		{"refused", &fakeAdapters{list: []Adapter{npuAdapter}, useErr: fmt.Errorf("OpenProcess: %w", fs.ErrPermission)},
 			"d3dkmt: the adapters' statistics of no process could be read: pid 10, adapter 0x1234 (1022:17f0, NPU (compute only)): permission denied"},
-		{"no NPU", &fakeAdapters{list: []Adapter{igpu, warp}},
+		{"no NPU", &fakeAdapters{list: []Adapter{gpuAdapter, warpAdapter}},
 			"d3dkmt: none of the 2 adapters is of the fast route's classes (/dev/accel/accel*): adapter 0x5678 (1002:150e, GPU), adapter 0x9abc (1414:008c, software)"},
 	} {
 		r := flmReader(c.ad)
-		first, last := samples(t, r, c.ad, nil, nil)
+		first, last := loadedSamples(t, r, c.ad, nil, nil)
 		w := r.Witness(first, last, true)
 		if len(w.Usage) != 0 || len(w.NoUsage) != 1 || !strings.HasPrefix(w.NoUsage[0], c.why) {
 			t.Errorf("%s: usage %+v, none %q; want none, %q", c.name, w.Usage, w.NoUsage, c.why)
@@ -155,17 +155,17 @@ func TestLoadedStatisticsUnread(t *testing.T) {
 }
 
 func TestLoadedProcessesUnread(t *testing.T) {
-	ad := &fakeAdapters{list: []Adapter{npu}}
+	ad := &fakeAdapters{list: []Adapter{npuAdapter}}
 	r := flmReader(ad)
 	r.Modules = fakeModules(nil, map[int]error{10: fmt.Errorf("module snapshot: %w", fs.ErrPermission), 11: ErrGone})
-	first, last := samples(t, r, ad, nil, nil)
+	first, last := loadedSamples(t, r, ad, nil, nil)
 	w := r.Witness(first, last, true)
 	if w.NotRead != "no process of the serve could be read: pid 10: permission denied" {
 		t.Errorf("not read %q", w.NotRead)
 	}
 	// One process read, one refused: the refused one is said.
 	r.Modules = fakeModules(map[int][]string{11: {`C:\x\helper.exe`}}, map[int]error{10: fmt.Errorf("module snapshot: %w", fs.ErrPermission)})
-	first, last = samples(t, r, ad, nil, nil)
+	first, last = loadedSamples(t, r, ad, nil, nil)
 	w = r.Witness(first, last, true)
 	if w.Processes != 1 || !slices.Equal(w.Unread, []string{"pid 10: permission denied"}) {
 		t.Errorf("processes %d, unread %q", w.Processes, w.Unread)
@@ -183,7 +183,7 @@ func TestLoadedModulesBound(t *testing.T) {
 	}
 	mods[MaxModules] = `C:\m\xrt_coreutil.dll` // past the bound: not read
 	r := &Reader{Devices: []string{"/dev/accel/accel*"}, Libraries: []string{"libxrt_coreutil.so*"},
-		Modules: fakeModules(map[int][]string{10: mods}, nil), Adapters: &fakeAdapters{list: []Adapter{npu}}}
+		Modules: fakeModules(map[int][]string{10: mods}, nil), Adapters: &fakeAdapters{list: []Adapter{npuAdapter}}}
 	s := r.Sample(context.Background(), []int{10})
 	if len(s.Mapped) != 0 || len(s.Cut) != 1 || len(s.Excess) != 1 || !strings.Contains(s.Cut[0], "16384 of its 16385 modules read") {
 		t.Errorf("mapped %q, cut %q, excess %q", s.Mapped, s.Cut, s.Excess)
@@ -202,18 +202,18 @@ func TestAdapterClasses(t *testing.T) {
 		a       Adapter
 		want    bool
 	}{
-		{[]string{"/dev/accel/accel*"}, npu, true},
-		{[]string{"/dev/accel/accel*"}, igpu, false},
+		{[]string{"/dev/accel/accel*"}, npuAdapter, true},
+		{[]string{"/dev/accel/accel*"}, gpuAdapter, false},
 		{[]string{"/dev/nvidia[0-9]*"}, nv, true},
 		{[]string{"/dev/nvidia[0-9]*"}, other, false},
-		{[]string{"/dev/nvidia[0-9]*"}, igpu, false},
-		{[]string{"/dev/dri/renderD*"}, igpu, true},
-		{[]string{"/dev/dri/renderD*"}, npu, false},
-		{[]string{"/dev/kfd"}, igpu, true},
+		{[]string{"/dev/nvidia[0-9]*"}, gpuAdapter, false},
+		{[]string{"/dev/dri/renderD*"}, gpuAdapter, true},
+		{[]string{"/dev/dri/renderD*"}, npuAdapter, false},
+		{[]string{"/dev/kfd"}, gpuAdapter, true},
 		{[]string{"/dev/kfd"}, other, false},
-		{[]string{"/dev/davinci[0-9]*"}, npu, false},
-		{[]string{"/dev/dri/renderD*", "/dev/accel/accel*"}, warp, false}, // the CPU's
-		{nil, npu, false},
+		{[]string{"/dev/davinci[0-9]*"}, npuAdapter, false},
+		{[]string{"/dev/dri/renderD*", "/dev/accel/accel*"}, warpAdapter, false}, // the CPU's
+		{nil, npuAdapter, false},
 	} {
 		if got := adapterClasses(c.devices, c.a); got != c.want {
 			t.Errorf("adapterClasses(%q, %s) = %v, want %v", c.devices, c.a, got, c.want)
@@ -225,7 +225,7 @@ func TestAdapterClasses(t *testing.T) {
 }
 
 func TestLoadedNoClasses(t *testing.T) {
-	r := &Reader{Libraries: []string{"libxrt_coreutil.so*"}, Modules: fakeModules(map[int][]string{10: {`C:\a.exe`}}, nil), Adapters: &fakeAdapters{list: []Adapter{npu}}}
+	r := &Reader{Libraries: []string{"libxrt_coreutil.so*"}, Modules: fakeModules(map[int][]string{10: {`C:\a.exe`}}, nil), Adapters: &fakeAdapters{list: []Adapter{npuAdapter}}}
 	s := r.Sample(context.Background(), []int{10})
 	if !strings.HasPrefix(s.KernelWhy, "no device class of the fast route is known") {
 		t.Errorf("why %q", s.KernelWhy)
