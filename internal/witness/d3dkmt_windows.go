@@ -135,12 +135,16 @@ func call(p *windows.LazyProc, arg unsafe.Pointer) error {
 
 // d3dkmt reads the statistics through gdi32.
 type d3dkmt struct {
-	// nodes and segments of each adapter, by LUID, as listed
+	// nodes and segments of each adapter, by LUID, as listed, or why
+	// they could not be
 	counts map[uint64][2]int
+	errs   map[uint64]error
 }
 
 // SystemAdapters is the kernel's adapter statistics: D3DKMT.
-func SystemAdapters() Adapters { return &d3dkmt{counts: map[uint64][2]int{}} }
+func SystemAdapters() Adapters {
+	return &d3dkmt{counts: map[uint64][2]int{}, errs: map[uint64]error{}}
+}
 
 func (d *d3dkmt) List() ([]Adapter, error) {
 	var e enumAdapters2
@@ -173,17 +177,25 @@ func (d *d3dkmt) List() ([]Adapter, error) {
 		call(procCloseAdapter, unsafe.Pointer(&h))
 		s := queryStatistics{typ: statsAdapter, luidLow: info.luidLow, luidHigh: info.luidHigh}
 		if err := call(procQueryStatistic, unsafe.Pointer(&s)); err != nil {
-			return nil, fmt.Errorf("%s: %w", a, err)
+			// its nodes and segments unknown: each process's use of it
+			// is unread, and says why
+			d.errs[a.LUID] = err
+			out = append(out, a)
+			continue
 		}
 		segs := int(min(d3dLE32(s.result[resultNbSegments:]), maxSegments))
 		nodes := int(min(d3dLE32(s.result[resultNodeCount:]), maxNodes))
 		d.counts[a.LUID] = [2]int{nodes, segs}
+		delete(d.errs, a.LUID)
 		out = append(out, a)
 	}
 	return out, nil
 }
 
 func (d *d3dkmt) Use(pid int, a Adapter) (AdapterUse, error) {
+	if err := d.errs[a.LUID]; err != nil {
+		return AdapterUse{}, fmt.Errorf("the adapter's nodes and segments: %w", err)
+	}
 	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
 	if err != nil {
 		if errors.Is(err, windows.ERROR_INVALID_PARAMETER) {
