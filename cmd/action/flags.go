@@ -67,7 +67,7 @@ func runFlags(fs *flag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Baseline, "baseline", c.Baseline, "an earlier run's result.json: adds the baseline assertion")
 	fs.Float64Var(&c.MaxRegression, "max-regression", c.MaxRegression, "percent the median rate may fall, or the median first token rise, against --baseline")
 	referenceFlags(fs, c)
-	fs.StringVar(&c.Energy, "energy", c.Energy, "the energy sensor read while the judged replies decode: auto, off, nvml[:N], npu-smi[:N], hwmon[:NAME], rapl[:N], counter:PATH[:uj|mj|j] or power:PATH[:uw|mw|w] (docs/measuring.md)")
+	fs.StringVar(&c.Energy, "energy", c.Energy, "the energy sensor read while the judged replies decode: auto, off, nvml[:N], npu-smi[:N], hwmon[:NAME], rapl[:N], emi[:N], counter:PATH[:uj|mj|j] or power:PATH[:uw|mw|w] (docs/measuring.md)")
 	fs.DurationVar(&c.EnergyIdle, "energy-idle", c.EnergyIdle, "how long the serve's idle power is read before the first judged request and after the last (at least ten sensor periods; 0: no net figure)")
 	fs.Float64Var(&c.MaxJoulesPerToken, "max-joules-per-token", c.MaxJoulesPerToken, "gross joules per decoded token allowed, idle included: makes the energy row an assertion (0: the row is for people only)")
 	fs.StringVar(&c.ReferenceMissing, "reference-missing", c.ReferenceMissing, "fail or skip: what --reference github:PATTERN does when it finds no usable recording (fail: the agreement assertion fails, saying why)")

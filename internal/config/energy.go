@@ -3,9 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/energy"
@@ -42,7 +40,7 @@ func (c *Config) checkEnergy(p *Plan) []error {
 	}
 	// Once checked, the run's readings refuse a file the serve's user owns
 	// (one it made in the sensor's place); the check reads it as it is.
-	defer func() { p.EnergyEnv.ServeUID = uint32(os.Geteuid()) }()
+	defer func() { p.EnergyEnv.ServeUID = ServeUID() }()
 	if spec.Kind == energy.Off {
 		return append(errs, fmt.Errorf("--max-joules-per-token %g needs an energy source, and --energy is off; pass --energy auto or a source", c.MaxJoulesPerToken))
 	}
@@ -57,7 +55,7 @@ func (c *Config) checkEnergy(p *Plan) []error {
 	info := src.Info()
 	src.Close()
 	// A file read, or a program run: who else could write it.
-	if tool, why := SourceWritableBy(spec, info, p.EnergyEnv, uint32(os.Geteuid())); why != "" && tool == "" {
+	if tool, why := SourceWritableBy(spec, info, p.EnergyEnv, ServeUID()); why != "" && tool == "" {
 		errs = append(errs, fmt.Errorf("--max-joules-per-token %g judges what --energy %s reads, and the serve could set it: %s; give the ceiling a sensor the serve's user cannot write: the kernel's (sysfs), or, where the runner is not root, a file only root or a sensor daemon's user can write, in directories only they can (docs/measuring.md: energy per token)", c.MaxJoulesPerToken, c.Energy, why))
 	} else if why != "" {
 		errs = append(errs, fmt.Errorf("--max-joules-per-token %g judges what --energy %s reads through %s, and the serve could replace it: %s; install %s where only root can write it (its package's place, e.g. /usr/bin), first on PATH (docs/measuring.md: energy per token)", c.MaxJoulesPerToken, c.Energy, tool, why, filepath.Base(tool)))
@@ -102,87 +100,4 @@ func SourceWritableBy(spec energy.Spec, info energy.Info, env energy.Env, uid ui
 		return t.Path, why
 	}
 	return "", ""
-}
-
-// sysfsMagic is sysfs's filesystem type (statfs's f_type): its files are
-// the kernel's.
-const sysfsMagic = 0x62656572
-
-// SensorWritableBy says how a process of uid, the serve's user, could set
-// what the sensor file at path reads, or "" when it could not: the file,
-// and every directory from it up to /, along the path as given and the one
-// it leads to, must belong to another user (root, or a sensor daemon's),
-// the file be writable by its owner alone, and the directories by their
-// owners alone or carry the sticky bit (no one may then replace another's
-// file in them): the rule CheckPrivateDir applies to --out, turned round.
-// Root can write any file, so to a serve that runs as root only a file the
-// kernel serves (sysfs), writable by no one, is out of reach.
-func SensorWritableBy(path string, uid uint32) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err.Error()
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return err.Error()
-	}
-	fi, err := os.Stat(real)
-	kernels := err == nil && fi.Mode().Perm()&0o222 == 0 && onSysfs(real)
-	if uid == 0 {
-		if !kernels {
-			return "the serve runs as root, as the gate does, and root can write any file but those the kernel serves (sysfs)"
-		}
-		// Root could point a symlink outside sysfs at a file of its own.
-		for p := abs; p != filepath.Dir(p); p = filepath.Dir(p) {
-			if fi, err := os.Lstat(p); err != nil {
-				return err.Error()
-			} else if fi.Mode()&os.ModeSymlink != 0 && !onSysfs(filepath.Dir(p)) {
-				return fmt.Sprintf("%s is a symlink outside sysfs, and the serve runs as root, as the gate does, which could replace it; name the kernel's file (%s)", p, real)
-			}
-		}
-		return ""
-	}
-	paths := []string{abs}
-	if real != abs && !kernels {
-		paths = append(paths, real)
-	}
-	for _, path := range paths {
-		for p := path; ; p = filepath.Dir(p) {
-			// No one replaces what lies in sysfs, the kernel's.
-			if kernels && p != filepath.Dir(p) && onSysfs(filepath.Dir(p)) {
-				continue
-			}
-			fi, err := os.Lstat(p)
-			if err != nil {
-				return err.Error()
-			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
-			if !ok {
-				return p + ": cannot tell its owner"
-			}
-			perm := fi.Mode().Perm()
-			if st.Uid == uid {
-				if p == path {
-					return fmt.Sprintf("%s belongs to %s, the serve's user", p, owner(uid))
-				}
-				return fmt.Sprintf("%s belongs to %s, the serve's user: the file in it could be replaced", p, owner(uid))
-			}
-			if fi.Mode().IsRegular() && perm&0o022 != 0 {
-				return fmt.Sprintf("%s may be written by others than its owner (mode %04o)", p, perm)
-			}
-			if fi.IsDir() && perm&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
-				return fmt.Sprintf("%s may be written by others (mode %04o) without the sticky bit: the file in it could be replaced", p, perm)
-			}
-			if p == filepath.Dir(p) {
-				break
-			}
-		}
-	}
-	return ""
-}
-
-// onSysfs reports whether path, followed, lies in sysfs.
-func onSysfs(path string) bool {
-	var fs syscall.Statfs_t
-	return syscall.Statfs(path, &fs) == nil && fs.Type == sysfsMagic
 }

@@ -81,8 +81,9 @@ type Spec struct {
 }
 
 // Kinds are the sources --energy names, in the order auto tries them when
-// the preset names none.
-var Kinds = []string{"nvml", "npu-smi", "hwmon", "rapl"}
+// the preset names none: on Linux nvml, npu-smi, hwmon and rapl, on
+// Windows nvml and emi (osKinds).
+var Kinds = osKinds
 
 // ParseSpec checks an --energy value: off, auto, nvml[:N], npu-smi[:N],
 // hwmon[:NAME], rapl[:N], counter:PATH[:UNIT] or power:PATH[:UNIT].
@@ -94,7 +95,7 @@ func ParseSpec(s string) (Spec, error) {
 			return Spec{}, fmt.Errorf("%q takes no argument", kind)
 		}
 		return Spec{Kind: kind}, nil
-	case "nvml", "npu-smi", "rapl":
+	case "nvml", "npu-smi", "rapl", "emi":
 		if arg != "" && !digits(arg) {
 			return Spec{}, fmt.Errorf("%s:%s: the device is a number (%s:0)", kind, arg, kind)
 		}
@@ -119,12 +120,12 @@ func ParseSpec(s string) (Spec, error) {
 		if path == "" {
 			return Spec{}, fmt.Errorf("%s: needs a file: %s:PATH[:UNIT]", kind, kind)
 		}
-		if !strings.HasPrefix(path, "/") {
-			return Spec{}, fmt.Errorf("%s:%s: the file must be an absolute path", kind, path)
+		if !localAbs(path) {
+			return Spec{}, fmt.Errorf("%s:%s: the file must be an absolute path%s", kind, path, absHint)
 		}
 		return Spec{Kind: kind, Arg: path, Scale: units[unit]}, nil
 	}
-	return Spec{}, fmt.Errorf("%q is not a source: off, auto, nvml[:N], npu-smi[:N], hwmon[:NAME], rapl[:N], counter:PATH[:uj|mj|j] or power:PATH[:uw|mw|w]", s)
+	return Spec{}, fmt.Errorf("%q is not a source: off, auto, nvml[:N], npu-smi[:N], hwmon[:NAME], rapl[:N], emi[:N], counter:PATH[:uj|mj|j] or power:PATH[:uw|mw|w]", s)
 }
 
 func digits(s string) bool {
@@ -150,8 +151,13 @@ type Env struct {
 	Tools *vendortool.Set
 	// ServeUID, where not 0, is the serve's user: a counter: or power:
 	// file it owns is refused at each read (one it made in the sensor's
-	// place once the configuration was checked).
+	// place once the configuration was checked). On Windows, where the
+	// serve runs as the gate's own account, any value but 0 refuses a
+	// file that account owns.
 	ServeUID uint32
+	// EMI lists the platform's energy meters (Windows's Energy Meter
+	// Interface); nil is SystemEMI.
+	EMI func() ([]EMIDevice, error)
 }
 
 // ErrUnavailable marks a source that this runner does not have or cannot
@@ -180,6 +186,7 @@ func Open(spec Spec, order []string, env Env) (Source, []string, error) {
 	if len(order) == 0 {
 		order = Kinds
 	}
+	order = withOSKinds(order)
 	var passed []string
 	for _, kind := range order {
 		src, err := openOne(Spec{Kind: kind}, env)
@@ -211,6 +218,8 @@ func openOne(spec Spec, env Env) (Source, error) {
 		src, err = env.NVML(dev)
 	case "npu-smi":
 		src, err = openNPUSMI(env.Tools, atoi(spec.Arg))
+	case "emi":
+		src, err = openEMI(env, atoi(spec.Arg))
 	default:
 		return nil, fmt.Errorf("%q is not a source", spec.Kind)
 	}

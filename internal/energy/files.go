@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -67,28 +66,9 @@ func readNumber(path string) (float64, error) {
 	return readNumberOf(path, 0)
 }
 
-// readNumberOf is readNumber refusing a file uid serve owns (0: none).
-func readNumberOf(path string, serve uint32) (float64, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return 0, readErr(path, err)
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return 0, fmt.Errorf("%s: %v", path, err)
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return 0, fmt.Errorf("%s is not a regular file", path)
-	}
-	if serve != 0 && st.Uid == serve {
-		return 0, fmt.Errorf("%s belongs to uid %d, the serve's user, who could set it", path, serve)
-	}
-	buf := make([]byte, maxFile+1)
-	n, err := syscall.Read(fd, buf)
-	if err != nil {
-		return 0, readErr(path, err)
-	}
+// number is what a sensor's file of n bytes, read into buf (one more than
+// maxFile), says: one non-negative finite number.
+func number(path string, buf []byte, n int) (float64, error) {
 	if n > maxFile {
 		return 0, fmt.Errorf("%s holds more than a number (over %d bytes)", path, maxFile)
 	}
@@ -102,7 +82,7 @@ func readNumberOf(path string, serve uint32) (float64, error) {
 
 func readErr(path string, err error) error {
 	if errors.Is(err, fs.ErrPermission) {
-		return fmt.Errorf("%s cannot be read by this user (uid %d): %w", path, os.Getuid(), err)
+		return fmt.Errorf("%s cannot be read by this user (%s): %w", path, whoAmI(), err)
 	}
 	return fmt.Errorf("%s: %v", path, err)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/witness/libname"
 )
 
 // Trusted is what whoever judges an artifact sets of their own where
@@ -116,7 +117,9 @@ func trustWitness(res *report.Result, t Trusted) (note string) {
 	// What the run saw held and mapped, of these classes only: the
 	// reader keeps what matches its classes, and the run's were its own.
 	w.Held = slices.DeleteFunc(w.Held, func(node string) bool { return !matchAny(t.Devices, node) })
-	w.Mapped = slices.DeleteFunc(w.Mapped, func(file string) bool { return !matchAny(t.Libraries, path.Base(file)) })
+	// A library's name matches as on the OS it ran on (a Windows run's
+	// ggml-cuda.dll for libggml-cuda*.so*).
+	w.Mapped = slices.DeleteFunc(w.Mapped, func(file string) bool { return !libname.Match(t.Libraries, file) })
 	return note
 }
 

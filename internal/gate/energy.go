@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
@@ -48,7 +47,7 @@ func (g *Gate) startEnergy(ctx context.Context, res *report.Result) *energyRun {
 		g.logf("energy: passed over %s", why)
 	}
 	e := &energyRun{meter: energy.Start(src), passed: passed, idle: p.EnergyIdle}
-	if tool, why := config.SourceWritableBy(p.EnergySpec, info, p.EnergyEnv, uint32(os.Geteuid())); why != "" && tool != "" {
+	if tool, why := config.SourceWritableBy(p.EnergySpec, info, p.EnergyEnv, config.ServeUID()); why != "" && tool != "" {
 		e.writable = tool + " could be replaced: " + why
 	} else {
 		e.writable = why

@@ -42,7 +42,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
@@ -110,23 +109,13 @@ type Reader struct {
 	// Wait bounds one sample's reading of the processes: SampleWait
 	// where 0.
 	Wait time.Duration
-}
-
-// CharDevice is the device numbers of the character device name is
-// (stat, following links); ok is false for anything else.
-func CharDevice(name string) (rdev uint64, ok bool) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(name, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
-		return 0, false
-	}
-	return st.Rdev, true
-}
-
-// Alive is whether pid runs, asked of the kernel (kill with signal 0):
-// another user's process answers EPERM, and runs.
-func Alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	// Modules lists the files a process has loaded, where the OS has no
+	// proc file system to read (Windows: LoadedModules); set, it is read
+	// in place of Proc. Adapters reads the kernel's per-process
+	// statistics of the GPU and NPU adapters along with it: nil is the
+	// OS's (SystemAdapters). See loaded.go.
+	Modules  func(pid int) ([]string, error)
+	Adapters Adapters
 }
 
 // Sample is what one reading of the serve's processes found.
@@ -147,6 +136,11 @@ type Sample struct {
 	Clients map[string]Client
 	// Tools is what each vendor tool said of the serve's processes.
 	Tools []Tool
+	// Kernel is the adapters' per-process statistics (D3DKMT), one a
+	// process and adapter, where the modules were read (Modules);
+	// KernelWhy says why they were not read.
+	Kernel    map[string]Client
+	KernelWhy string
 
 	fdinfoBuf []byte
 	mapsBuf   *bufio.Reader
@@ -187,6 +181,9 @@ var errSampleWait = errors.New("the sample's time ran out")
 // device held is seen however long the maps take. It reads for at most
 // Wait, and stops when ctx is done: what is left is cut, and said.
 func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
+	if r.Modules != nil || noProc {
+		return r.sampleLoaded(ctx, pids)
+	}
 	s := Sample{At: time.Now(), Clients: map[string]Client{}, procs: len(pids)}
 	if len(pids) > MaxProcs {
 		s.Cut = append(s.Cut, fmt.Sprintf("%d of the serve's %d processes read (at most %d)", MaxProcs, len(pids), MaxProcs))
@@ -770,20 +767,14 @@ func (r *Reader) run(ctx context.Context, name string, args ...string) ([]byte, 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := tool.Command(ctx, args...)
-	// As internal/energy runs the same tools for power: its own group,
-	// killed whole, gone with the gate.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	toolGroup(cmd)
 	// After the tool exits (or is killed), what still holds its output
 	// has this long to let go.
 	cmd.WaitDelay = 100 * time.Millisecond
 	out := &capped{max: MaxToolOutput, over: cancel}
 	cmd.Stdout = out
 	err = cmd.Run()
-	left := false
-	if cmd.Process != nil {
-		left = killGroup(cmd.Process.Pid)
-	}
+	left := toolLeft(cmd)
 	switch {
 	case out.cut:
 		return nil, fmt.Errorf("printed more than %d MiB: not read", MaxToolOutput>>20)
@@ -795,37 +786,6 @@ func (r *Reader) run(ctx context.Context, name string, args ...string) ([]byte, 
 		return nil, err
 	}
 	return out.b, nil
-}
-
-// killGroup kills what is left of a tool's process group once the tool
-// is reaped (its pid, the group's id, is not taken again while the group
-// has a member), and reaps what of it came back to the gate, a child
-// subreaper, for a second at most (a process in the driver's
-// uninterruptible sleep dies when it leaves it). It reports whether a
-// process of the group was left running: a zombie the gate holds is
-// reaped first, and is none.
-func killGroup(pgid int) bool {
-	reapGroup(pgid)
-	if syscall.Kill(-pgid, syscall.SIGKILL) != nil {
-		return false
-	}
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && !reapGroup(pgid); time.Sleep(5 * time.Millisecond) {
-	}
-	return true
-}
-
-// reapGroup reaps the gate's exited children of group pgid, and reports
-// whether none of the group is the gate's child any more (ECHILD).
-func reapGroup(pgid int) bool {
-	for {
-		pid, err := syscall.Wait4(-pgid, nil, syscall.WNOHANG, nil)
-		if err != nil {
-			return true
-		}
-		if pid == 0 {
-			return false // one runs still
-		}
-	}
 }
 
 // capped keeps at most max bytes, and calls over once more come.
@@ -883,6 +843,7 @@ func (r *Reader) Witness(first, last Sample, binary bool) route.Witness {
 	if len(w.Held) > 0 {
 		w.Usage, w.NoUsage = fdinfoUsage(first, last, w.Usage, w.NoUsage)
 	}
+	w.Usage, w.NoUsage = kernelUsage(first, last, w.Usage, w.NoUsage)
 	for _, t := range last.Tools {
 		if t.Why != "" {
 			w.NoUsage = append(w.NoUsage, t.Name+": "+t.Why)

@@ -1,0 +1,11 @@
+//go:build !windows
+
+package energy
+
+import "errors"
+
+// SystemEMI lists the platform's energy meters: the Energy Meter
+// Interface is Windows's; Linux's meters are hwmon and RAPL.
+func SystemEMI() ([]EMIDevice, error) {
+	return nil, errors.New("Windows's (emi.h), not this OS's: read hwmon or rapl")
+}
