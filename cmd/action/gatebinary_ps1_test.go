@@ -302,3 +302,44 @@ func TestGateBinaryPS1SourceHash(t *testing.T) {
 		}
 	}
 }
+
+// docs/runner.md's Windows runner names the assets the release holds and
+// gate-binary.ps1 asks for, the labels, and that the path was not run on
+// Windows itself.
+func TestDocWindowsRunner(t *testing.T) {
+	b, err := os.ReadFile("../../docs/runner.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## A Windows runner\n")
+	if !ok {
+		t.Fatal("docs/runner.md has no section \"## A Windows runner\"")
+	}
+	if i := strings.Index(sec, "\n## "); i >= 0 {
+		sec = sec[:i]
+	}
+	flat := strings.Join(strings.Fields(sec), " ")
+	for _, want := range []string{
+		(release.Target{OS: "windows", Arch: "amd64"}).Asset("npu-serve-smoke", "v1.2.3") + "` on `X64`",
+		(release.Target{OS: "windows", Arch: "arm64"}).Asset("npu-serve-smoke", "v1.2.3") + "` on `ARM64`",
+		(release.Target{OS: "windows", Arch: "amd64"}).Asset("npu-hold", "v1.2.3"),
+		"runs-on: [self-hosted, windows, npu]",
+		"`NT AUTHORITY\\NETWORK SERVICE`",
+		"session 0",
+		"`npu-hold doctor` from a job on it runs as the service does",
+		"was not run on a Windows runner here",
+		"`Get-FileHash` checks its SHA-256 against `checksums.txt` at the action's commit",
+		"The download is refused: nothing was cached or run",
+		windowsShellWords,
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("docs/runner.md's Windows runner does not say %q", want)
+		}
+	}
+	if !strings.HasPrefix(windowsShell, strings.Trim(windowsShellWords, "`")+" ") {
+		t.Errorf("docs/runner.md names the shell %s, action.yml's is %s", windowsShellWords, windowsShell)
+	}
+}
+
+// windowsShellWords is how docs/runner.md names the Windows steps' shell.
+const windowsShellWords = "`powershell -NoProfile -ExecutionPolicy Bypass`"
