@@ -78,7 +78,7 @@ download() {
 release() {
 	local sums="$ACTION_PATH/checksums.txt" origin goarch arch version src asset want base url dir file got tmp run copy
 	if [ "${RUNNER_OS:-}" != Linux ]; then
-		why="releases hold linux binaries, and this runner is ${RUNNER_OS:-of an unknown OS}"
+		why="releases hold Linux and Windows binaries, and this runner is ${RUNNER_OS:-of an unknown OS}"
 		return
 	fi
 	case "${RUNNER_ARCH:-}" in
@@ -179,7 +179,7 @@ main() {
 	release
 	if [ -z "$bin" ]; then
 		if ! command -v go >/dev/null; then
-			error "No release binary for this runner: $why. And Go is not installed to build one from the action's source. Either install Go 1.26 on the runner (or add actions/setup-go before this step), or use a released tag of the action (uses: OWNER/npu-serve-smoke@vX.Y.Z on Linux X64 or ARM64)."
+			error "No release binary for this runner: $why. And Go is not installed to build one from the action's source. Either install Go 1.26 on the runner (or add actions/setup-go before this step), or use a released tag of the action (uses: OWNER/npu-serve-smoke@vX.Y.Z on Linux or Windows, X64 or ARM64)."
 			exit 2
 		fi
 		echo "npu-serve-smoke: no release binary ($why); building from the action's source${ACTION_REF:+ at $ACTION_REF}"

@@ -42,7 +42,7 @@ func TestActionYMLMatchesFlags(t *testing.T) {
 		}
 	}
 	var mapped []string
-	for _, m := range regexp.MustCompile(`(?m)^        INPUT_([A-Z0-9-]+): \$\{\{ inputs\.([a-z0-9-]+) \}\}$`).FindAllStringSubmatch(text, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^        INPUT_([A-Z0-9-]+): \$\{\{ inputs\.([a-z0-9-]+) \}\}$`).FindAllStringSubmatch(actionSteps(t, text)["gate"], -1) {
 		if strings.ToLower(m[1]) != m[2] {
 			t.Errorf("INPUT_%s is mapped from inputs.%s", m[1], m[2])
 		}
@@ -65,11 +65,155 @@ func TestActionYMLMatchesFlags(t *testing.T) {
 	if !strings.Contains(text, `run: exec "$NPU_SERVE_SMOKE" run`) {
 		t.Error("the gate step does not exec the binary: bash would swallow the runner's cancel signals")
 	}
-	// Every output the gate sets, mapped.
+	// Every output the gate sets, mapped from the gate step of either
+	// system (the other is skipped, its outputs empty).
 	for out := range publish.Outputs(&report.Result{}, "", 0) {
-		if !strings.Contains(text, "value: ${{ steps.gate.outputs."+out+" }}") {
-			t.Errorf("output %s is not mapped from the gate step", out)
+		if !strings.Contains(text, "value: ${{ steps.gate.outputs."+out+" || steps.gate-windows.outputs."+out+" }}") {
+			t.Errorf("output %s is not mapped from the gate steps", out)
 		}
+	}
+}
+
+// actionSteps is action.yml's steps by id, each its text from its "- id:"
+// line to the next step's.
+func actionSteps(t *testing.T, text string) map[string]string {
+	t.Helper()
+	i := strings.Index(text, "\n  steps:\n")
+	if i < 0 {
+		t.Fatal("action.yml has no steps")
+	}
+	steps := map[string]string{}
+	parts := strings.Split(text[i:], "\n    - id: ")
+	for _, p := range parts[1:] {
+		id, _, _ := strings.Cut(p, "\n")
+		// A comment above the next step belongs to it, not to this one.
+		body := regexp.MustCompile(`(?s)\n    #.*$`).ReplaceAllString(p, "")
+		steps[id] = "    - id: " + body + "\n"
+	}
+	return steps
+}
+
+// stepField is a step's one-line field NAME's value ("" where it has none).
+func stepField(step, name string) string {
+	m := regexp.MustCompile(`(?m)^      ` + regexp.QuoteMeta(name) + `: (.*)$`).FindStringSubmatch(step)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// stepEnv is a step's env: lines, NAME: VALUE each.
+func stepEnv(step string) []string {
+	_, after, ok := strings.Cut(step, "\n      env:\n")
+	if !ok {
+		return nil
+	}
+	var env []string
+	for _, line := range strings.Split(after, "\n") {
+		if !strings.HasPrefix(line, "        ") {
+			break
+		}
+		env = append(env, strings.TrimSpace(line))
+	}
+	return env
+}
+
+// stepRun is a step's script: its run: line, or its run: | block.
+func stepRun(step string) string {
+	_, after, ok := strings.Cut(step, "\n      run: ")
+	if !ok {
+		return ""
+	}
+	if !strings.HasPrefix(after, "|\n") {
+		line, _, _ := strings.Cut(after, "\n")
+		return line
+	}
+	var lines []string
+	for _, line := range strings.Split(after[2:], "\n") {
+		if !strings.HasPrefix(line, "        ") && line != "" {
+			break
+		}
+		lines = append(lines, strings.TrimPrefix(line, "        "))
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n")) + "\n"
+}
+
+const windowsShell = `powershell -NoProfile -ExecutionPolicy Bypass -Command ". '{0}'"`
+
+// On a Windows runner the action runs the same two steps in Windows
+// PowerShell: the binary (gate-binary.ps1), then the gate, with the
+// Linux gate step's environment to the line, the binary from the Windows
+// step; each pair runs on its own system only.
+func TestActionYMLWindowsSteps(t *testing.T) {
+	b, err := os.ReadFile("../../action.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := actionSteps(t, string(b))
+	var ids []string
+	for id := range steps {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if diff := cmp.Diff([]string{"build", "build-windows", "gate", "gate-windows"}, ids); diff != "" {
+		t.Fatalf("action.yml's steps (-want +got):\n%s", diff)
+	}
+	if !(strings.Index(string(b), "- id: build-windows") < strings.Index(string(b), "- id: gate-windows")) {
+		t.Error("the Windows gate step runs before the step that gives its binary")
+	}
+	for _, c := range []struct{ id, cond, shell string }{
+		{"build", "runner.os != 'Windows'", "bash"},
+		{"gate", "runner.os != 'Windows'", "bash"},
+		{"build-windows", "runner.os == 'Windows'", windowsShell},
+		{"gate-windows", "runner.os == 'Windows'", windowsShell},
+	} {
+		if got := stepField(steps[c.id], "if"); got != c.cond {
+			t.Errorf("step %s: if: %q, want %q", c.id, got, c.cond)
+		}
+		if got := stepField(steps[c.id], "shell"); got != c.shell {
+			t.Errorf("step %s: shell: %q, want %q", c.id, got, c.shell)
+		}
+		// An input reaches a script through env:, never written into it
+		// (a serve line with quotes or $() would be code there).
+		if run := stepRun(steps[c.id]); run == "" || strings.Contains(run, "${{") {
+			t.Errorf("step %s's script is empty or interpolates an expression:\n%s", c.id, run)
+		}
+	}
+
+	// The same environment for the same step of either system.
+	if diff := cmp.Diff(stepEnv(steps["build"]), stepEnv(steps["build-windows"])); diff != "" {
+		t.Errorf("build-windows's env (-build +build-windows):\n%s", diff)
+	}
+	linux, windows := stepEnv(steps["gate"]), stepEnv(steps["gate-windows"])
+	if len(linux) < 50 {
+		t.Fatalf("the gate step's env has %d lines, want every input's", len(linux))
+	}
+	for i, kv := range linux {
+		if kv == "NPU_SERVE_SMOKE: ${{ steps.build.outputs.bin }}" {
+			linux[i] = "NPU_SERVE_SMOKE: ${{ steps.build-windows.outputs.bin }}"
+		}
+	}
+	if diff := cmp.Diff(linux, windows); diff != "" {
+		t.Errorf("gate-windows's env, with the binary of build-windows (-gate +gate-windows):\n%s", diff)
+	}
+
+	if got, want := stepRun(steps["build-windows"]), "& (Join-Path $env:ACTION_PATH 'gate-binary.ps1')\nexit $LASTEXITCODE\n"; got != want {
+		t.Errorf("build-windows runs %q, want %q", got, want)
+	}
+	// The gate a process of its own that PowerShell waits for, its exit
+	// code the step's: never started with & (PowerShell's stop on the
+	// runner's Ctrl+C would kill it before it stops the serve).
+	run := stepRun(steps["gate-windows"])
+	for _, want := range []string{
+		"$start.FileName = $env:NPU_SERVE_SMOKE\n", "$start.Arguments = 'run'\n", "$start.UseShellExecute = $false\n",
+		"$gate = [System.Diagnostics.Process]::Start($start)\n$gate.WaitForExit()\nexit $gate.ExitCode\n",
+	} {
+		if !strings.Contains(run, want) {
+			t.Errorf("gate-windows's script lacks %q:\n%s", want, run)
+		}
+	}
+	if strings.Contains(run, "&") {
+		t.Errorf("gate-windows's script runs something with &:\n%s", run)
 	}
 }
 

@@ -34,13 +34,40 @@ var Commands = []Command{
 	{"npu-hold", "./cmd/npu-hold"},
 }
 
-// Arches are the linux architectures a release holds, as GOARCH.
+// Arches are the architectures a release holds for each of its systems,
+// as GOARCH: a GitHub runner's RUNNER_ARCH X64 and ARM64.
 var Arches = []string{"amd64", "arm64"}
 
+// Target is a system and architecture a release holds binaries for.
+type Target struct {
+	OS   string // GOOS: linux or windows
+	Arch string // GOARCH: amd64 or arm64
+}
+
+// Targets are the systems and architectures a release holds: linux and
+// windows, each for every arch of Arches.
+var Targets = []Target{
+	{"linux", "amd64"}, {"linux", "arm64"},
+	{"windows", "amd64"}, {"windows", "arm64"},
+}
+
 // Asset is the file name of a command's binary in a release:
+// npu-serve-smoke_v1.2.3_linux_arm64, npu-serve-smoke_v1.2.3_windows_amd64.exe
+// (Windows runs a program by its .exe name).
+func (t Target) Asset(name, version string) string {
+	a := name + "_" + version + "_" + t.OS + "_" + t.Arch
+	if t.OS == "windows" {
+		a += ".exe"
+	}
+	return a
+}
+
+func (t Target) String() string { return t.OS + "/" + t.Arch }
+
+// Asset is the file name of a command's linux binary in a release:
 // npu-serve-smoke_v1.2.3_linux_arm64.
 func Asset(name, version, goarch string) string {
-	return name + "_" + version + "_linux_" + goarch
+	return Target{"linux", goarch}.Asset(name, version)
 }
 
 var versionRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
@@ -132,11 +159,18 @@ func BuildFlags(version string) []string {
 	return []string{"-trimpath", "-buildvcs=false", "-ldflags=-s -w -X main.releaseVersion=" + version}
 }
 
-// BuildEnv is the environment of a released build: env (for PATH, HOME and
-// the Go caches) with every setting that changes the bytes fixed.
+// BuildEnv is the environment of a released linux build: env (for PATH,
+// HOME and the Go caches) with every setting that changes the bytes fixed.
 func BuildEnv(env []string, goarch string) []string {
+	return Target{"linux", goarch}.BuildEnv(env)
+}
+
+// BuildEnv is the environment of a released build for t: env (for PATH,
+// HOME and the Go caches) with every setting that changes the bytes fixed,
+// the same for every target but GOOS and GOARCH.
+func (t Target) BuildEnv(env []string) []string {
 	fixed := map[string]string{
-		"GOOS": "linux", "GOARCH": goarch, "CGO_ENABLED": "0",
+		"GOOS": t.OS, "GOARCH": t.Arch, "CGO_ENABLED": "0",
 		"GOAMD64": "v1", "GOARM64": "v8.0",
 		"GOFLAGS": "", "GOEXPERIMENT": "", "GOTOOLCHAIN": "local",
 		"GOWORK": "off",
@@ -156,13 +190,19 @@ func BuildEnv(env []string, goarch string) []string {
 
 // Build builds one command of the module in dir for linux/goarch into out.
 func Build(ctx context.Context, dir string, c Command, version, goarch, out string) error {
+	return Target{"linux", goarch}.Build(ctx, dir, c, version, out)
+}
+
+// Build builds one command of the module in dir for t into out, with the
+// same flags for every target.
+func (t Target) Build(ctx context.Context, dir string, c Command, version, out string) error {
 	args := append([]string{"build"}, BuildFlags(version)...)
 	args = append(args, "-o", out, c.Pkg)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = BuildEnv(os.Environ(), goarch)
+	cmd.Env = t.BuildEnv(os.Environ())
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s for linux/%s: %v\n%s", c.Pkg, goarch, err, b)
+		return fmt.Errorf("go build %s for %s: %v\n%s", c.Pkg, t, err, b)
 	}
 	return nil
 }
@@ -235,8 +275,8 @@ func ParseSums(r io.Reader) (Sums, error) {
 	return s, nil
 }
 
-// Make builds every command for every arch from the module in dir into out
-// and returns the checksums of what it built.
+// Make builds every command for every target from the module in dir into
+// out and returns the checksums of what it built.
 func Make(ctx context.Context, dir, version, out string) (Sums, error) {
 	if err := CheckVersion(version); err != nil {
 		return Sums{}, err
@@ -254,10 +294,10 @@ func Make(ctx context.Context, dir, version, out string) (Sums, error) {
 		return Sums{}, err
 	}
 	for _, c := range Commands {
-		for _, arch := range Arches {
-			name := Asset(c.Name, version, arch)
+		for _, t := range Targets {
+			name := t.Asset(c.Name, version)
 			file := filepath.Join(out, name)
-			if err := Build(ctx, dir, c, version, arch, file); err != nil {
+			if err := t.Build(ctx, dir, c, version, file); err != nil {
 				return Sums{}, err
 			}
 			if s.Files[name], err = FileSHA256(file); err != nil {

@@ -98,6 +98,68 @@ func TestIsSource(t *testing.T) {
 	}
 }
 
+func TestTargetAsset(t *testing.T) {
+	for _, c := range []struct {
+		t    Target
+		want string
+	}{
+		{Target{"linux", "amd64"}, "npu-serve-smoke_v1.2.3_linux_amd64"},
+		{Target{"linux", "arm64"}, "npu-serve-smoke_v1.2.3_linux_arm64"},
+		{Target{"windows", "amd64"}, "npu-serve-smoke_v1.2.3_windows_amd64.exe"},
+		{Target{"windows", "arm64"}, "npu-serve-smoke_v1.2.3_windows_arm64.exe"},
+	} {
+		if got := c.t.Asset("npu-serve-smoke", "v1.2.3"); got != c.want {
+			t.Errorf("%v.Asset(npu-serve-smoke, v1.2.3) = %q, want %q", c.t, got, c.want)
+		}
+	}
+	if got, want := Asset("npu-hold", "v1.2.3", "arm64"), "npu-hold_v1.2.3_linux_arm64"; got != want {
+		t.Errorf("Asset(npu-hold, v1.2.3, arm64) = %q, want %q", got, want)
+	}
+	// Every asset name is one ParseSums takes back.
+	for _, tg := range Targets {
+		name := tg.Asset("npu-hold", "v1.2.3")
+		text := "# npu-serve-smoke v1.2.3: x\n# go go1.26.8\n# source " + strings.Repeat("ab", 32) + "\n" + strings.Repeat("0", 64) + "  " + name + "\n"
+		s, err := ParseSums(strings.NewReader(text))
+		if err != nil || s.Files[name] == "" {
+			t.Errorf("ParseSums of a line for %s = %+v, %v, want it read", name, s, err)
+		}
+	}
+}
+
+// A release holds linux and windows binaries, each for every arch a GitHub
+// runner reports (X64, ARM64).
+func TestTargets(t *testing.T) {
+	var want []Target
+	for _, goos := range []string{"linux", "windows"} {
+		for _, arch := range Arches {
+			want = append(want, Target{goos, arch})
+		}
+	}
+	if diff := cmp.Diff(want, Targets); diff != "" {
+		t.Errorf("Targets (-want +got):\n%s", diff)
+	}
+}
+
+// Every target is built with the same settings but GOOS and GOARCH.
+func TestTargetBuildEnv(t *testing.T) {
+	env := []string{"PATH=/usr/bin", "GOOS=plan9", "CGO_ENABLED=1", "GOFLAGS=-race", "HOME=/h"}
+	lin := BuildEnv(env, "arm64")
+	if diff := cmp.Diff(Target{"linux", "arm64"}.BuildEnv(env), lin); diff != "" {
+		t.Errorf("BuildEnv(env, arm64) is not linux/arm64's (-target +BuildEnv):\n%s", diff)
+	}
+	win := Target{"windows", "arm64"}.BuildEnv(env)
+	want := []string{"PATH=/usr/bin", "HOME=/h", "CGO_ENABLED=0", "GOAMD64=v1", "GOARCH=arm64", "GOARM64=v8.0",
+		"GOEXPERIMENT=", "GOFLAGS=", "GOOS=windows", "GOTOOLCHAIN=local", "GOWORK=off"}
+	if diff := cmp.Diff(want, win); diff != "" {
+		t.Errorf("windows/arm64 BuildEnv (-want +got):\n%s", diff)
+	}
+	for i := range lin {
+		if lin[i] != win[i] && lin[i] != "GOOS=linux" {
+			t.Errorf("linux and windows builds differ in %q and %q: only GOOS may", lin[i], win[i])
+		}
+	}
+}
+
 func TestCheckVersion(t *testing.T) {
 	for _, c := range []struct {
 		v  string
@@ -114,8 +176,9 @@ func TestCheckVersion(t *testing.T) {
 
 func TestSumsRoundTrip(t *testing.T) {
 	s := Sums{Version: "v1.2.3", Go: "go1.26.8", Source: strings.Repeat("ab", 32), Files: map[string]string{
-		Asset("npu-serve-smoke", "v1.2.3", "arm64"): strings.Repeat("01", 32),
-		Asset("npu-hold", "v1.2.3", "amd64"):        strings.Repeat("ef", 32),
+		Asset("npu-serve-smoke", "v1.2.3", "arm64"):            strings.Repeat("01", 32),
+		Asset("npu-hold", "v1.2.3", "amd64"):                   strings.Repeat("ef", 32),
+		Target{"windows", "arm64"}.Asset("npu-hold", "v1.2.3"): strings.Repeat("cd", 32),
 	}}
 	var b bytes.Buffer
 	if err := s.Write(&b); err != nil {
@@ -125,6 +188,7 @@ func TestSumsRoundTrip(t *testing.T) {
 		"# go go1.26.8\n" +
 		"# source " + strings.Repeat("ab", 32) + "\n" +
 		strings.Repeat("ef", 32) + "  npu-hold_v1.2.3_linux_amd64\n" +
+		strings.Repeat("cd", 32) + "  npu-hold_v1.2.3_windows_arm64.exe\n" +
 		strings.Repeat("01", 32) + "  npu-serve-smoke_v1.2.3_linux_arm64\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("Sums.Write (-want +got):\n%s", diff)
@@ -177,22 +241,37 @@ func TestBuildReproducible(t *testing.T) {
 	}
 	c := Command{"m", "./cmd/m"}
 	ctx := context.Background()
-	var sums []string
-	for i, build := range []struct{ dir, version string }{{dirs[0], "v1.0.0"}, {dirs[1], "v1.0.0"}, {dirs[1], "v1.0.1"}} {
-		out := filepath.Join(t.TempDir(), "m")
-		if err := Build(ctx, build.dir, c, build.version, "arm64", out); err != nil {
-			t.Fatal(err)
-		}
-		sum, err := FileSHA256(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sums = append(sums, sum)
-		if i == 2 && sum == sums[1] {
-			t.Errorf("v1.0.1 built the same bytes as v1.0.0: the version is not in the binary")
-		}
-	}
-	if sums[0] != sums[1] {
-		t.Errorf("the same source built in two places, one a git repository: SHA-256 %s and %s, want the same", sums[0], sums[1])
+	for _, tg := range []Target{{"linux", "arm64"}, {"windows", "amd64"}} {
+		t.Run(tg.OS+"-"+tg.Arch, func(t *testing.T) {
+			var sums []string
+			for i, build := range []struct{ dir, version string }{{dirs[0], "v1.0.0"}, {dirs[1], "v1.0.0"}, {dirs[1], "v1.0.1"}} {
+				out := filepath.Join(t.TempDir(), tg.Asset("m", build.version))
+				if err := tg.Build(ctx, build.dir, c, build.version, out); err != nil {
+					t.Fatal(err)
+				}
+				sum, err := FileSHA256(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sums = append(sums, sum)
+				if i == 2 && sum == sums[1] {
+					t.Errorf("v1.0.1 built the same bytes as v1.0.0: the version is not in the binary")
+				}
+				if i == 0 {
+					// The executable format of the target's system: ELF or PE.
+					b, err := os.ReadFile(out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					magic := map[string]string{"linux": "\x7fELF", "windows": "MZ"}[tg.OS]
+					if !bytes.HasPrefix(b, []byte(magic)) {
+						t.Errorf("%s built a binary that starts %q, want %q", tg, b[:min(4, len(b))], magic)
+					}
+				}
+			}
+			if sums[0] != sums[1] {
+				t.Errorf("the same source built in two places, one a git repository: SHA-256 %s and %s, want the same", sums[0], sums[1])
+			}
+		})
 	}
 }
