@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
@@ -26,11 +25,7 @@ func TestJudgeUnsafeLog(t *testing.T) {
 		want    string
 		verdict string
 	}{
-		{name: "a FIFO", ctx: context.Background(), make: func(t *testing.T, path string) {
-			if err := syscall.Mkfifo(path, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}, want: "serve.log is not a regular file (p", verdict: report.Fail},
+		{name: "a FIFO", ctx: context.Background(), make: mkfifo, want: "serve.log is not a regular file (p", verdict: report.Fail},
 		{name: "a 4 GB log, cancelled", ctx: cancelled, make: func(t *testing.T, path string) {
 			os.WriteFile(path, nil, 0o644)
 			if err := os.Truncate(path, 4<<30); err != nil {

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -14,11 +13,7 @@ import (
 func TestReadRefusesUnsafeFiles(t *testing.T) {
 	const result = `{"schema": "npu-serve-smoke/v1", "verdict": "pass"}`
 	const reply = `{"n": 1, "first_ms": 250, "last_ms": 1520, "completion_tokens": 128}`
-	fifo := func(t *testing.T, path string) {
-		if err := syscall.Mkfifo(path, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fifo := mkfifo
 	sized := func(n int64) func(*testing.T, string) {
 		return func(t *testing.T, path string) {
 			if err := os.WriteFile(path, nil, 0o644); err != nil {
