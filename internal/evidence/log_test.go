@@ -10,6 +10,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // serve.log comes from an artifact: a FIFO there is refused at once (its
@@ -34,7 +35,7 @@ func TestJudgeUnsafeLog(t *testing.T) {
 		}, want: "judging was cancelled after 0 bytes of serve.log (context canceled)", verdict: report.Cancelled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := wintest.TempDir(t)
 			os.WriteFile(filepath.Join(dir, report.ResultFile), []byte(claims), 0o644)
 			tc.make(t, filepath.Join(dir, report.LogFile))
 			res, err := report.Read(dir)

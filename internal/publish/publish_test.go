@@ -22,6 +22,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 const (
@@ -476,7 +477,7 @@ func TestTitle(t *testing.T) {
 }
 
 func TestFromEnv(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(body), 0o644)
@@ -535,7 +536,7 @@ func TestFromEnv(t *testing.T) {
 }
 
 func TestStep(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	env := map[string]string{"GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary"), "GITHUB_OUTPUT": filepath.Join(dir, "output")}
 	var console bytes.Buffer
 	a := githubactions.New(githubactions.WithGetenv(func(k string) string { return env[k] }), githubactions.WithWriter(&console))
