@@ -63,12 +63,7 @@ type Tool struct {
 // variables for the tools to start with.
 func Find(environ []string) *Set {
 	s := &Set{paths: map[string]string{}, env: serveenv.Build(environ, nil, nil, nil)}
-	var path string
-	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
+	path, _ := serveenv.Lookup(environ, "PATH") // "Path" on Windows
 	for _, name := range Names {
 		if p, ok := look(name, path); ok {
 			s.paths[name] = p
