@@ -10,6 +10,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // A run's claims (verdict, limits, route) are replaced by what its evidence
@@ -34,7 +35,7 @@ func TestJudge(t *testing.T) {
 		{name: "no log", noLog: true, floor: 60, failed: "route", err: "the route is judged on an empty log"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := wintest.TempDir(t)
 			os.WriteFile(filepath.Join(dir, report.ResultFile), []byte(claims), 0o644)
 			os.WriteFile(filepath.Join(dir, "reply_1.json"), []byte(reply), 0o644)
 			if !tc.noLog {

@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // serve.log comes from an artifact: a FIFO there is refused at once (its
@@ -26,11 +26,7 @@ func TestJudgeUnsafeLog(t *testing.T) {
 		want    string
 		verdict string
 	}{
-		{name: "a FIFO", ctx: context.Background(), make: func(t *testing.T, path string) {
-			if err := syscall.Mkfifo(path, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}, want: "serve.log is not a regular file (p", verdict: report.Fail},
+		{name: "a FIFO", ctx: context.Background(), make: mkfifo, want: "serve.log is not a regular file (p", verdict: report.Fail},
 		{name: "a 4 GB log, cancelled", ctx: cancelled, make: func(t *testing.T, path string) {
 			os.WriteFile(path, nil, 0o644)
 			if err := os.Truncate(path, 4<<30); err != nil {
@@ -39,7 +35,7 @@ func TestJudgeUnsafeLog(t *testing.T) {
 		}, want: "judging was cancelled after 0 bytes of serve.log (context canceled)", verdict: report.Cancelled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := wintest.TempDir(t)
 			os.WriteFile(filepath.Join(dir, report.ResultFile), []byte(claims), 0o644)
 			tc.make(t, filepath.Join(dir, report.LogFile))
 			res, err := report.Read(dir)

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // childEnv names the zip a child extracts and reads back, as Source.Result
@@ -38,7 +39,7 @@ func TestHelperExtract(t *testing.T) {
 	var peakDisk int64
 	refused := ""
 	for i := range times {
-		dir := filepath.Join(t.TempDir(), strconv.Itoa(i))
+		dir := filepath.Join(wintest.TempDir(t), strconv.Itoa(i))
 		os.Mkdir(dir, 0o755)
 		err := Extract(b, dir)
 		var disk int64
@@ -87,7 +88,7 @@ func TestHelperExtract(t *testing.T) {
 //
 //	go test -run '^$' -bench Extract -benchtime 1x ./internal/history
 func BenchmarkExtract(b *testing.B) {
-	dir := b.TempDir()
+	dir := wintest.TempDir(b)
 	cases := []struct {
 		name  string
 		zip   []byte

@@ -27,6 +27,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 const check = "npu serve smoke (Qwen3-0.6B, npu)"
@@ -141,7 +142,7 @@ func TestResult(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gh, src, _ := fixture(t, tc.art)
 			src.Pattern, src.MaxZip = tc.pattern, tc.max
-			tmp := t.TempDir()
+			tmp := wintest.TempDir(t)
 			got, err := func() (*judge.Baseline, error) {
 				run, err := src.Latest(context.Background())
 				if err != nil {
@@ -207,7 +208,7 @@ func TestCalls(t *testing.T) {
 	if err != nil || run.ID != 3 {
 		t.Fatalf("Latest() = %+v, %v; want run 3", run, err)
 	}
-	if _, err := src.Result(context.Background(), run, ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}); err != nil {
+	if _, err := src.Result(context.Background(), run, ArtifactName(check), wintest.TempDir(t), Want{Model: "Qwen3-0.6B", CheckName: check}); err != nil {
 		t.Fatal(err)
 	}
 	want := `GET /repos/acme/serve/actions/workflows/release-gate-matrix.yml/runs?event=push&per_page=100&status=success 200
@@ -294,7 +295,7 @@ func TestExtractLyingSize(t *testing.T) {
 	}
 	w.Write(big)
 	zw.Close()
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	// archive/zip stops at the header's size; the bound would stop it too.
 	if err := Extract(b.Bytes(), dir); err == nil || !strings.Contains(err.Error(), `the entry "result.json"`) {
 		t.Errorf("Extract(an entry larger than its header says) = %v, want it refused", err)
@@ -315,7 +316,7 @@ func TestArtifactsPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Result(context.Background(), run, ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}); err != nil {
+	if _, err := src.Result(context.Background(), run, ArtifactName(check), wintest.TempDir(t), Want{Model: "Qwen3-0.6B", CheckName: check}); err != nil {
 		t.Errorf("Result() = %v, want the artifact on page 2 found", err)
 	}
 	pages := 0
@@ -391,7 +392,7 @@ func TestExtractBounds(t *testing.T) {
 		{name: "too many entries", entries: many, want: "more than 10000 entries"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := wintest.TempDir(t)
 			err := Extract(zipOf(t, tc.entries...), dir)
 			var files []string
 			var written int64
@@ -457,7 +458,7 @@ func TestDownloadRedirects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = src.Result(context.Background(), run, ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check})
+			_, err = src.Result(context.Background(), run, ArtifactName(check), wintest.TempDir(t), Want{Model: "Qwen3-0.6B", CheckName: check})
 			for _, a := range *auth {
 				if a != "" {
 					t.Errorf("the storage host received Authorization %q", a)
@@ -536,7 +537,7 @@ func TestRunsBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src, n := runsAPI(t, tc.answer)
 			src.Timeout = tc.timeout
-			_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+			_, err := src.Find(context.Background(), ArtifactName(check), wintest.TempDir(t), Want{CheckName: check}, judge.Limits{})
 			if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Find() = %s: %v; want a notice with %q", kind, err, tc.want)
 			}
@@ -568,7 +569,7 @@ func TestFind(t *testing.T) {
 			id := gh.AddRun(fakegithub.WorkflowRun{Workflow: wf, HeadBranch: "release/1.9", Conclusion: "success"})
 			art.RunID, art.Name = id, ArtifactName(check)
 			gh.AddArtifact(art)
-			f, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+			f, err := src.Find(context.Background(), ArtifactName(check), wintest.TempDir(t), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
 			if err != nil || f.Run.ID != old || f.Baseline == nil || f.Baseline.Rate != 100 {
 				t.Fatalf("Find() = %+v, %v; want run %d's baseline of 100 tok/s", f, err, old)
 			}
@@ -586,7 +587,7 @@ func TestFind(t *testing.T) {
 			id := gh.AddRun(fakegithub.WorkflowRun{Workflow: wf, HeadBranch: "release/1.9", Conclusion: "success"})
 			gh.AddArtifact(fakegithub.Artifact{RunID: id, Name: ArtifactName(check), Zip: bad["another model"].Zip})
 		}
-		f, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+		f, err := src.Find(context.Background(), ArtifactName(check), wintest.TempDir(t), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
 		if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), "none of the 5 newest successful runs") || len(f.Skipped) != Candidates {
 			t.Errorf("Find() = %s: %v, skipped %d; want a notice after %d skipped", kind, err, len(f.Skipped), Candidates)
 		}
@@ -603,7 +604,7 @@ func TestFind(t *testing.T) {
 	t.Run("a token that may not read", func(t *testing.T) {
 		gh, src, _ := fixture(t, fakegithub.Artifact{Zip: good})
 		gh.Fail(fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(`/runs$`), Status: http.StatusForbidden})
-		_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+		_, err := src.Find(context.Background(), ArtifactName(check), wintest.TempDir(t), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
 		if kind := kindOf(err); kind != "bad input" || !strings.Contains(err.Error(), "actions: read") {
 			t.Errorf("Find() with a 403 = %s: %v; want bad input naming the permission", kind, err)
 		}
@@ -621,7 +622,7 @@ func TestArtifactsBounded(t *testing.T) {
 			gh, src, _ := fixture(t, fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: result("Qwen3-0.6B", check)})})
 			gh.Fail(fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(`/runs/\d+/artifacts$`), Status: http.StatusOK, Body: body,
 				Header: map[string]string{"Link": `<http://example.invalid/repos/acme/serve/actions/runs/3/artifacts?page=1>; rel="next"`}})
-			f, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+			f, err := src.Find(context.Background(), ArtifactName(check), wintest.TempDir(t), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
 			if kind := kindOf(err); kind != "not found" || len(f.Skipped) == 0 || !strings.Contains(f.Skipped[0], "the list is not read further") {
 				t.Errorf("Find() = %s: %v, skipped %q; want the candidate skipped for its list", kind, err, f.Skipped)
 			}
@@ -681,7 +682,7 @@ func TestFindBrokenDownload(t *testing.T) {
 				fault.Status, fault.Header = http.StatusFound, map[string]string{"Location": store.URL + "/blob?sig=1"}
 			}
 			gh.Fail(fault)
-			f, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+			f, err := src.Find(context.Background(), ArtifactName(check), wintest.TempDir(t), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
 			if err != nil || f.Run.ID != old || f.Baseline == nil || f.Baseline.Rate != 100 {
 				t.Fatalf("Find() = %+v, %s: %v; want run %d's baseline of 100 tok/s", f, kindOf(err), err, old)
 			}
@@ -707,7 +708,7 @@ func TestRunsBroken(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			src, _ := runsAPI(t, answer)
-			_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+			_, err := src.Find(context.Background(), ArtifactName(check), wintest.TempDir(t), Want{CheckName: check}, judge.Limits{})
 			want := "cannot be read"
 			if name == "a 404 stays" {
 				want = "GitHub knows no workflow of that file name there yet, or the token may not see the repository's runs: a token other than the job's GITHUB_TOKEN needs actions: read on it"
@@ -743,7 +744,7 @@ func TestAnswersBounded(t *testing.T) {
 	client := github.NewClient(&http.Client{Transport: APITransport(nil)}).WithAuthToken("ghs_fake")
 	client.BaseURL, _ = url.Parse(srv.URL + "/")
 	src := &Source{Client: client, Owner: "acme", Repo: "serve", Workflow: "release-gate-matrix.yml", Pattern: "release/**"}
-	_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+	_, err := src.Find(context.Background(), ArtifactName(check), wintest.TempDir(t), Want{CheckName: check}, judge.Limits{})
 	if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), "more than the") {
 		t.Errorf("Find() = %s: %v; want a notice that the answer was too long", kind, err)
 	}
@@ -814,7 +815,7 @@ func TestAPIRedirects(t *testing.T) {
 			client := github.NewClient(&http.Client{Transport: APITransport(nil)}).WithAuthToken("ghs_fake")
 			client.BaseURL, _ = url.Parse(srv.URL + "/")
 			src := &Source{Client: client, Owner: "acme", Repo: "serve", Workflow: "release-gate-matrix.yml", Pattern: "release/**"}
-			_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{CheckName: check}, judge.Limits{})
+			_, err := src.Find(context.Background(), ArtifactName(check), wintest.TempDir(t), Want{CheckName: check}, judge.Limits{})
 			mu.Lock()
 			defer mu.Unlock()
 			if len(auth) != 0 {
@@ -837,7 +838,7 @@ func TestExtractObjects(t *testing.T) {
 		return entry{name: fmt.Sprintf("reply_%d.json", n), body: fmt.Sprintf(`{"n": %d, "first_ms": 1, "last_ms": 2, "completion_tokens": 2, "arrivals": [{}%s]}`, n, strings.Repeat(",{}", count-1))}
 	}
 	res := entry{name: "result.json", body: result("Qwen3-0.6B", check)}
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	if err := Extract(zipOf(t, res, objects(1, maxObjects/2), objects(2, maxObjects/2)), dir); err == nil || !strings.Contains(err.Error(), "JSON objects") {
 		t.Errorf("Extract(2 replies of %d arrivals) = %v, want it refused for its objects", maxObjects/2, err)
 	}
@@ -846,7 +847,7 @@ func TestExtractObjects(t *testing.T) {
 	for n := 1; n <= 100; n++ {
 		real = append(real, objects(n, 4096))
 	}
-	if err := Extract(zipOf(t, append(real, res)...), t.TempDir()); err != nil {
+	if err := Extract(zipOf(t, append(real, res)...), wintest.TempDir(t)); err != nil {
 		t.Errorf("Extract(100 replies of 4096 arrivals) = %v, want it extracted", err)
 	}
 }
@@ -866,7 +867,7 @@ func TestDownloadDeadline(t *testing.T) {
 	gh.Fail(fakegithub.Fault{Method: http.MethodGet, Path: regexp.MustCompile(`/actions/artifacts/\d+/zip$`), Status: http.StatusFound,
 		Header: map[string]string{"Location": store.URL + "/blob?sig=1"}})
 	src.Timeout = 300 * time.Millisecond
-	_, err := src.Find(context.Background(), ArtifactName(check), t.TempDir(), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
+	_, err := src.Find(context.Background(), ArtifactName(check), wintest.TempDir(t), Want{Model: "Qwen3-0.6B", CheckName: check}, judge.Limits{RateSource: judge.RateClient})
 	if kind := kindOf(err); kind != "not found" || !strings.Contains(err.Error(), "took longer than 300ms") {
 		t.Errorf("Find() = %s: %v; want the deadline's notice", kind, err)
 	}

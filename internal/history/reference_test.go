@@ -9,6 +9,7 @@ import (
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // recording is a result.json recorded by record for check: kind
@@ -57,7 +58,7 @@ func TestFindReference(t *testing.T) {
 			gh, src, old := fixture(t, fakegithub.Artifact{Name: name, Zip: good})
 			id := gh.AddRun(fakegithub.WorkflowRun{Workflow: ".github/workflows/release-gate-matrix.yml", HeadBranch: "release/1.9", Conclusion: "success"})
 			gh.AddArtifact(fakegithub.Artifact{RunID: id, Name: name, Zip: b.zip})
-			f, err := src.FindReference(context.Background(), name, t.TempDir(), Want{CheckName: check, Thinking: "off"}, use)
+			f, err := src.FindReference(context.Background(), name, wintest.TempDir(t), Want{CheckName: check, Thinking: "off"}, use)
 			if err != nil || f.Run.ID != old || f.Result == nil || f.Result.Run.Kind != report.KindReference || len(f.Result.Replies) != 1 {
 				t.Fatalf("FindReference() = %+v, %v; want run %d's recording", f, err, old)
 			}
@@ -69,7 +70,7 @@ func TestFindReference(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
 		// release/1.2 holds a gate's run, release/1.1 no reference.
 		_, src, _ := fixture(t, fakegithub.Artifact{Name: name, Zip: bad["a gate's run"].zip})
-		f, err := src.FindReference(context.Background(), name, t.TempDir(), Want{CheckName: check}, use)
+		f, err := src.FindReference(context.Background(), name, wintest.TempDir(t), Want{CheckName: check}, use)
 		var nf *NotFound
 		if !errors.As(err, &nf) || !strings.Contains(err.Error(), "none of the 2 newest successful runs of release-gate-matrix.yml on release/** holds a reference that can serve") || len(f.Skipped) != 2 {
 			t.Errorf("FindReference() = %v, skipped %q; want not found after two skipped", err, f.Skipped)
@@ -78,7 +79,7 @@ func TestFindReference(t *testing.T) {
 	t.Run("only the reference artifact", func(t *testing.T) {
 		// The run's gate artifact is a passing run: never a reference.
 		_, src, _ := fixture(t, fakegithub.Artifact{Zip: zipOf(t, entry{name: "result.json", body: recording(check)})})
-		f, err := src.FindReference(context.Background(), name, t.TempDir(), Want{CheckName: check}, use)
+		f, err := src.FindReference(context.Background(), name, wintest.TempDir(t), Want{CheckName: check}, use)
 		var nf *NotFound
 		if !errors.As(err, &nf) || len(f.Skipped) != 2 || !strings.Contains(f.Skipped[0], "has no artifact "+name) {
 			t.Errorf("FindReference() = %v, skipped %q; want not found, each run without the artifact %s", err, f.Skipped, name)

@@ -10,10 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
-	"golang.org/x/sys/unix"
 )
 
 // DefaultLimit is how much of a serve's log is kept on disk.
@@ -59,7 +59,7 @@ func CreateBoundedIn(dir *os.Root, name string, limit int64) (*Bounded, error) {
 	if limit < MinLimit {
 		return nil, fmt.Errorf("log limit %d bytes: pass at least %d", limit, MinLimit)
 	}
-	f, err := dir.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o644)
+	f, err := dir.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY|noFollow, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (b *Bounded) createRing() (*os.File, error) {
 	}
 	for range 100 {
 		name := "." + b.name + ".tail-" + randomWord()
-		f, err := b.root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR|unix.O_NOFOLLOW, 0o600)
+		f, err := b.root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR|noFollow, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -198,6 +198,9 @@ type stream struct {
 	pend []byte
 	done chan struct{}
 	err  error
+	// stopped is set when Wait stops waiting: the read it ends is no
+	// error.
+	stopped atomic.Bool
 }
 
 // Past MaxPart bytes, a stream's line is written in part (a progress bar
@@ -260,11 +263,11 @@ func newCapture(file *Bounded, m *route.Matcher) (c *Capture, stdout, stderr *os
 func (s *stream) copy() {
 	defer close(s.done)
 	buf := make([]byte, 64<<10)
-	for {
+	for !s.stopped.Load() {
 		n, err := s.r.Read(buf)
 		s.c.add(s, buf[:n])
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			if !errors.Is(err, io.EOF) && !s.stopped.Load() {
 				s.err = err
 			}
 			return
@@ -274,20 +277,7 @@ func (s *stream) copy() {
 
 // drain reads what is left in the pipe without waiting for more.
 func (s *stream) drain() {
-	rc, err := s.r.SyscallConn()
-	if err != nil {
-		return
-	}
-	buf := make([]byte, 64<<10)
-	rc.Read(func(fd uintptr) bool {
-		for {
-			n, err := unix.Read(int(fd), buf)
-			if n <= 0 || err != nil {
-				return true
-			}
-			s.c.add(s, buf[:n])
-		}
-	})
+	readWaiting(s.r, func(p []byte) { s.c.add(s, p) })
 }
 
 // add takes bytes a stream read and writes what of them can be written.
@@ -369,7 +359,8 @@ func (c *Capture) Wait(within time.Duration) (Captured, error) {
 			case <-t.C:
 				expired = true
 				for _, s := range c.streams {
-					s.r.SetReadDeadline(time.Now())
+					s.stopped.Store(true)
+					go stopReading(s.r, s.done)
 				}
 			}
 		}

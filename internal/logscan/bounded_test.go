@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // source is n bytes of numbered lines, so any cut shows where it fell.
@@ -32,7 +34,7 @@ func TestBounded(t *testing.T) {
 	for _, size := range []int{0, 100, limit / 2, limit - markerRoom, limit, 3*limit + 7, 40 * limit} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			src := source(size)
-			path := filepath.Join(t.TempDir(), "serve.log")
+			path := filepath.Join(wintest.TempDir(t), "serve.log")
 			b, err := CreateBounded(path, limit)
 			if err != nil {
 				t.Fatal(err)
@@ -79,7 +81,7 @@ func TestBounded(t *testing.T) {
 			}
 		})
 	}
-	if _, err := CreateBounded(filepath.Join(t.TempDir(), "x"), 100); err == nil {
+	if _, err := CreateBounded(filepath.Join(wintest.TempDir(t), "x"), 100); err == nil {
 		t.Error("CreateBounded with a limit under MinLimit: no error")
 	}
 }
@@ -87,7 +89,8 @@ func TestBounded(t *testing.T) {
 // TestCapture runs a real process whose output is 1 MiB with the slow line
 // in the middle: the file keeps 64 KiB, the scan saw the line.
 func TestCapture(t *testing.T) {
-	dir := t.TempDir()
+	needSh(t)
+	dir := wintest.TempDir(t)
 	script := filepath.Join(dir, "serve.sh")
 	os.WriteFile(script, []byte(`i=0; while [ $i -lt 20000 ]; do echo "progress line $i of a chatty serve"; i=$((i+1)); if [ $i = 10000 ]; then printf '\033[31mno kernel: per-op forward\033[0m\n' >&2; fi; done`), 0o755)
 	c, stdout, stderr, err := NewCapture(filepath.Join(dir, "serve.log"), 64<<10, matcher(t))
@@ -123,11 +126,12 @@ func TestCapture(t *testing.T) {
 // TestCaptureEscaped: a process that keeps the pipe open past the stop does
 // not hold the capture: Wait returns within its bound with what was written.
 func TestCaptureEscaped(t *testing.T) {
-	c, stdout, stderr, err := NewCapture(filepath.Join(t.TempDir(), "serve.log"), 64<<10, matcher(t))
+	needSh(t)
+	c, stdout, stderr, err := NewCapture(filepath.Join(wintest.TempDir(t), "serve.log"), 64<<10, matcher(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	cmd := exec.Command("/bin/sh", "-c", "echo on the private route dx; touch "+dir+"/said; exec sleep 30")
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -153,7 +157,7 @@ func TestCaptureEscaped(t *testing.T) {
 // TestCaptureStreams: a line one stream writes in pieces is not cut by a
 // line of the other; each line of each stream reaches the file whole.
 func TestCaptureStreams(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	c, stdout, stderr, err := NewCapture(filepath.Join(dir, "serve.log"), 64<<10, matcher(t))
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +191,7 @@ func TestCaptureStreams(t *testing.T) {
 // other stream's lines wait for its end, and a line left open at the end
 // is ended before the other stream's last line.
 func TestCaptureLongPart(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	c, stdout, stderr, err := NewCapture(filepath.Join(dir, "serve.log"), 4<<20, matcher(t))
 	if err != nil {
 		t.Fatal(err)

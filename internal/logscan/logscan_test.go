@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 func matcher(t testing.TB) *route.Matcher {
@@ -175,7 +176,7 @@ func TestTailAndBytes(t *testing.T) {
 }
 
 func TestScanFileMissing(t *testing.T) {
-	if _, err := ScanFile(t.TempDir()+"/nope.log", matcher(t)); err == nil {
+	if _, err := ScanFile(wintest.TempDir(t)+"/nope.log", matcher(t)); err == nil {
 		t.Error("ScanFile of a missing file: no error")
 	}
 }
@@ -258,5 +259,23 @@ func BenchmarkScanColour(b *testing.B) {
 		if _, err := Scan(&logReader{left: size, line: line}, matcher(b)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A serve on Windows ends its lines with "\r\n": the route is read from
+// them as from the same log with "\n" alone, the same lines at the same
+// numbers, quoted without the carriage return.
+func TestRouteCRLF(t *testing.T) {
+	log := "loading\nready on the private route dx\n\x1b[31mno kernel: per-op forward\x1b[0m\nserving\n"
+	lf := scan(t, log)
+	crlf := scan(t, strings.ReplaceAll(log, "\n", "\r\n"))
+	if lf.Route.Slow == nil || lf.Route.Fast == nil {
+		t.Fatalf("Route of the log with line feeds = %+v, want both routes' lines", lf.Route)
+	}
+	if diff := cmp.Diff(lf.Route, crlf.Route); diff != "" {
+		t.Errorf("Route (-lines ending \\n +lines ending \\r\\n):\n%s", diff)
+	}
+	if crlf.Route.Slow.Text != "no kernel: per-op forward" || crlf.Route.Slow.Line != 3 {
+		t.Errorf("Route.Slow of the \\r\\n log = %+v, want line 3 quoted without colour or carriage return", crlf.Route.Slow)
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The transport adds nothing to what it measures.
@@ -17,8 +15,10 @@ import (
 // socketserver, Flask's development server) holds each small write until the
 // one before it is acknowledged, and Linux delays an acknowledgement up to
 // 40 ms: each token then waits for the last one's ACK. The probe's socket
-// acknowledges at once instead (TCP_QUICKACK, which the kernel clears as it
-// goes, so it is set again before every read), sends with TCP_NODELAY, asks
+// acknowledges at once instead (tuneSocket and ackNow: on Linux
+// TCP_QUICKACK, which the kernel clears as it goes, so it is set again before
+// every read; on Windows, whose delayed acknowledgement waits up to 200 ms,
+// an acknowledgement frequency of 1), sends with TCP_NODELAY, asks
 // for no compression, and opens a connection for each request: a kept-alive
 // connection may be one the serve has just closed, and a request sent on it
 // fails with EOF.
@@ -45,12 +45,7 @@ func withStats(ctx context.Context, s *connStats) context.Context {
 func newTransport() *http.Transport {
 	d := &net.Dialer{Timeout: dialTimeout, Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
-		err := c.Control(func(fd uintptr) {
-			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); serr == nil {
-				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1)
-			}
-		})
-		if err != nil {
+		if err := c.Control(func(fd uintptr) { serr = tuneSocket(fd) }); err != nil {
 			return err
 		}
 		return serr
@@ -83,7 +78,8 @@ func newTransport() *http.Transport {
 	}
 }
 
-// quickConn sets TCP_QUICKACK before every read, and counts what it reads.
+// quickConn asks for an acknowledgement at once before every read (ackNow),
+// and counts what it reads.
 type quickConn struct {
 	*net.TCPConn
 	raw   syscall.RawConn
@@ -93,9 +89,9 @@ type quickConn struct {
 func (c *quickConn) Read(p []byte) (int, error) {
 	waiting := -1
 	c.raw.Control(func(fd uintptr) {
-		unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1)
+		ackNow(fd)
 		if c.stats != nil {
-			waiting, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+			waiting = bytesWaiting(fd)
 		}
 	})
 	if c.stats != nil && waiting == 0 {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 func TestParse(t *testing.T) {
@@ -75,7 +77,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestLoad(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	p := filepath.Join(dir, "p.txt")
 	if err := os.WriteFile(p, []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/report"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 const (
@@ -476,7 +477,7 @@ func TestTitle(t *testing.T) {
 }
 
 func TestFromEnv(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(body), 0o644)
@@ -535,7 +536,7 @@ func TestFromEnv(t *testing.T) {
 }
 
 func TestStep(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	env := map[string]string{"GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary"), "GITHUB_OUTPUT": filepath.Join(dir, "output")}
 	var console bytes.Buffer
 	a := githubactions.New(githubactions.WithGetenv(func(k string) string { return env[k] }), githubactions.WithWriter(&console))
@@ -547,14 +548,17 @@ func TestStep(t *testing.T) {
 		t.Errorf("step summary = %.200s", summary)
 	}
 	outputs, _ := os.ReadFile(env["GITHUB_OUTPUT"])
-	for _, want := range []string{"result<<", "\nfail\n", "rate<<", "\n1.9\n", "route<<", "\nslow\n", "check-run-id<<", "\n99\n", "first-token-ms<<", "\n250\n", "result-json<<", "/tmp/out/result.json", "summary-md<<"} {
+	// Lines end as the runner's OS ends them ("\r\n" on Windows), and paths
+	// are the OS's own.
+	eol := githubactions.EOF
+	for _, want := range []string{"result<<", eol + "fail" + eol, "rate<<", eol + "1.9" + eol, "route<<", eol + "slow" + eol, "check-run-id<<", eol + "99" + eol, "first-token-ms<<", eol + "250" + eol, "result-json<<", filepath.Join("/tmp/out", "result.json"), "summary-md<<"} {
 		if !strings.Contains(string(outputs), want) {
 			t.Errorf("GITHUB_OUTPUT lacks %q:\n%s", want, outputs)
 		}
 	}
 	// go-githubactions escapes %, CR and LF; the rest (ESC, "##[") is
 	// console.Text's.
-	want := "::error title=npu serve smoke%3A route::evil\\n::set-output name=x::y \\x1b[2J ##\\[add-mask]z 100%25\n::error title=npu serve smoke%3A rate::" + res.Assertions[1].Detail + "\n"
+	want := "::error title=npu serve smoke%3A route::evil\\n::set-output name=x::y \\x1b[2J ##\\[add-mask]z 100%25" + eol + "::error title=npu serve smoke%3A rate::" + res.Assertions[1].Detail + eol
 	if diff := cmp.Diff(want, console.String()); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 func writeFile(t *testing.T, name, text string) {
@@ -24,7 +26,7 @@ func writeFile(t *testing.T, name, text string) {
 
 // sourceTree is a tree with every kind of file the hash must take or leave.
 func sourceTree(t *testing.T) string {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	for name, text := range map[string]string{
 		"go.mod":                 "module example.com/m\n\ngo 1.26\n",
 		"go.sum":                 "",
@@ -43,14 +45,13 @@ func sourceTree(t *testing.T) string {
 	} {
 		writeFile(t, filepath.Join(dir, name), text)
 	}
-	if err := os.Symlink("main.go", filepath.Join(dir, "link.go")); err != nil {
-		t.Fatal(err)
-	}
+	wintest.Symlink(t, "main.go", filepath.Join(dir, "link.go"))
 	return dir
 }
 
 // The action computes the hash in bash, with no Go: both must agree.
 func TestSourceHashMatchesTheAction(t *testing.T) {
+	wintest.SkipOnWine(t, "no bash on Wine's PATH (a Windows runner has Git for Windows' bash)")
 	dir := sourceTree(t)
 	got, err := SourceHash(dir)
 	if err != nil {
@@ -223,10 +224,11 @@ func TestBuildReproducible(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds")
 	}
+	wintest.SkipOnWine(t, "no git and no go on Wine's PATH")
 	src := "package main\n\nimport \"fmt\"\n\nvar releaseVersion string\n\nfunc main() { fmt.Println(releaseVersion) }\n"
 	var dirs []string
 	for range 2 {
-		dir := t.TempDir()
+		dir := wintest.TempDir(t)
 		writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/m\n\ngo 1.26\n")
 		writeFile(t, filepath.Join(dir, "cmd/m/main.go"), src)
 		dirs = append(dirs, dir)
@@ -245,7 +247,7 @@ func TestBuildReproducible(t *testing.T) {
 		t.Run(tg.OS+"-"+tg.Arch, func(t *testing.T) {
 			var sums []string
 			for i, build := range []struct{ dir, version string }{{dirs[0], "v1.0.0"}, {dirs[1], "v1.0.0"}, {dirs[1], "v1.0.1"}} {
-				out := filepath.Join(t.TempDir(), tg.Asset("m", build.version))
+				out := filepath.Join(wintest.TempDir(t), tg.Asset("m", build.version))
 				if err := tg.Build(ctx, build.dir, c, build.version, out); err != nil {
 					t.Fatal(err)
 				}

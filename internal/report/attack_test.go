@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // TestReadTooManyReplies: a hand-made out directory cannot make its reader
@@ -16,7 +18,7 @@ func TestReadTooManyReplies(t *testing.T) {
 	empties := "[" + strings.Repeat("{},", MaxReplies) + "{}]"
 	want := fmt.Sprintf("holds %d replies, more than the %d a run's files may", MaxReplies+1, MaxReplies)
 
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	write(t, filepath.Join(dir, ResultFile), `{"schema":"`+Schema+`","replies":`+empties+`}`)
 	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Read of a result.json with %d replies: %v; want %q", MaxReplies+1, err, want)
@@ -26,7 +28,7 @@ func TestReadTooManyReplies(t *testing.T) {
 	}
 
 	// reference.json is read only as result.json's digest names it.
-	dir = t.TempDir()
+	dir = wintest.TempDir(t)
 	ref := `{"schema":"` + Schema + `","reference":{},"replies":` + empties + `}`
 	write(t, filepath.Join(dir, ResultFile), `{"schema":"`+Schema+`","reference":{"file":"x","sha256":"`+digest([]byte(ref))+`"}}`)
 	write(t, filepath.Join(dir, ReferenceFile), ref)
@@ -36,7 +38,7 @@ func TestReadTooManyReplies(t *testing.T) {
 
 	// Reply files: counted before any is read (readReplies with a bound of
 	// 3; Read passes MaxReplies).
-	dir = t.TempDir()
+	dir = wintest.TempDir(t)
 	for n := 1; n <= 4; n++ {
 		write(t, filepath.Join(dir, fmt.Sprintf("reply_%d.json", n)), "not read")
 	}
@@ -78,7 +80,7 @@ func TestReadRunBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := wintest.TempDir(t)
 			write(t, filepath.Join(dir, ResultFile), `{"schema":"`+Schema+`"}`)
 			for i, r := range tt.replies {
 				write(t, filepath.Join(dir, fmt.Sprintf("reply_%d.json", i+1)), r)
@@ -95,7 +97,7 @@ func TestReadRunBounds(t *testing.T) {
 
 	// The bounds Read itself applies: 4,000,001 objects in one reply file
 	// of 12 MB, under MaxFile.
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	write(t, filepath.Join(dir, ResultFile), `{"schema":"`+Schema+`"}`)
 	write(t, filepath.Join(dir, "reply_1.json"), reply(1, MaxRunObjects))
 	want := fmt.Sprintf("hold more than the %d JSON objects a run's directory may", MaxRunObjects)

@@ -90,7 +90,7 @@ func tooManyReplies(path string, n, most int) error {
 // file: an artifact is untrusted, and a FIFO or a device there would hang or
 // flood its reader.
 func Open(path string) (*os.File, error) {
-	return open(path, syscall.O_NOFOLLOW)
+	return open(path, noFollow)
 }
 
 // open is Open with flags added to the open's (0: a link is followed).
@@ -101,6 +101,10 @@ func open(path string, flags int) (*os.File, error) {
 			return nil, fmt.Errorf("%s is a symbolic link; a run's files are regular files, refused", path)
 		}
 		return nil, fmt.Errorf("%s: %v", path, unwrapPath(err))
+	}
+	if isLink(f) {
+		f.Close()
+		return nil, fmt.Errorf("%s is a symbolic link or a junction; a run's files are regular files, refused", path)
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -117,7 +121,7 @@ func open(path string, flags int) (*os.File, error) {
 // ReadBounded reads the regular file at path whole (Open), refusing one of
 // more than MaxFile bytes before reading it.
 func ReadBounded(path string) ([]byte, error) {
-	return readBounded(path, syscall.O_NOFOLLOW)
+	return readBounded(path, noFollow)
 }
 
 func readBounded(path string, flags int) ([]byte, error) {

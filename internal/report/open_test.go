@@ -4,8 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // A run's files come from an artifact, untrusted: Read refuses a FIFO (which
@@ -14,11 +15,7 @@ import (
 func TestReadRefusesUnsafeFiles(t *testing.T) {
 	const result = `{"schema": "npu-serve-smoke/v1", "verdict": "pass"}`
 	const reply = `{"n": 1, "first_ms": 250, "last_ms": 1520, "completion_tokens": 128}`
-	fifo := func(t *testing.T, path string) {
-		if err := syscall.Mkfifo(path, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fifo := mkfifo
 	sized := func(n int64) func(*testing.T, string) {
 		return func(t *testing.T, path string) {
 			if err := os.WriteFile(path, nil, 0o644); err != nil {
@@ -30,11 +27,9 @@ func TestReadRefusesUnsafeFiles(t *testing.T) {
 		}
 	}
 	link := func(t *testing.T, path string) {
-		target := filepath.Join(t.TempDir(), "elsewhere.json")
+		target := filepath.Join(wintest.TempDir(t), "elsewhere.json")
 		os.WriteFile(target, []byte(reply), 0o644)
-		if err := os.Symlink(target, path); err != nil {
-			t.Fatal(err)
-		}
+		wintest.Symlink(t, target, path)
 	}
 	for _, tc := range []struct {
 		name, file string
@@ -50,7 +45,7 @@ func TestReadRefusesUnsafeFiles(t *testing.T) {
 		{name: "a 1 GB result.json", file: ResultFile, make: sized(1 << 30), want: "result.json is 1073741824 bytes, more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := wintest.TempDir(t)
 			os.WriteFile(filepath.Join(dir, ResultFile), []byte(result), 0o644)
 			os.Remove(filepath.Join(dir, tc.file))
 			tc.make(t, filepath.Join(dir, tc.file))
@@ -63,9 +58,9 @@ func TestReadRefusesUnsafeFiles(t *testing.T) {
 
 // ReadFile reads the result file a user names, through a link too.
 func TestReadFileFollowsALink(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	os.WriteFile(filepath.Join(dir, ResultFile), []byte(`{"schema": "npu-serve-smoke/v1"}`), 0o644)
-	os.Symlink(filepath.Join(dir, ResultFile), filepath.Join(dir, "baseline.json"))
+	wintest.Symlink(t, filepath.Join(dir, ResultFile), filepath.Join(dir, "baseline.json"))
 	if _, err := ReadFile(filepath.Join(dir, "baseline.json")); err != nil {
 		t.Errorf("ReadFile(a link to a result file) = %v, want it read", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 )
 
 // WriteJSONIn writes v as name in dir, a directory opened once: through a
@@ -35,7 +34,7 @@ func writeAtomicIn(dir *os.Root, name string, b []byte) error {
 		rand.Read(r[:])
 		tmp = "." + name + "." + hex.EncodeToString(r[:])
 		var err error
-		f, err = dir.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
+		f, err = dir.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|noFollow, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

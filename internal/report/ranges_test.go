@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // A run's counts, times and load limits are read from an artifact, which
@@ -75,7 +77,7 @@ func TestReadRefusesOutOfRange(t *testing.T) {
 			want: "replies[4].chunks is -1, below 0 and 41,203 more; it is not a file the gate wrote, refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := wintest.TempDir(t)
 			write(t, filepath.Join(dir, ResultFile), `{"schema": "`+Schema+`"`+map[bool]string{true: ", ", false: ""}[tc.result != ""]+tc.result+`}`)
 			if tc.reply != "" {
 				write(t, filepath.Join(dir, "reply_1.json"), tc.reply)

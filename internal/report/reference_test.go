@@ -13,6 +13,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // withReference is sample() compared with a reference that gave reply 1's
@@ -130,7 +131,7 @@ func TestNotJudged(t *testing.T) {
 }
 
 func TestReferenceFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	r := withReference()
 	// As the gate writes them: reference.json, then result.json with its
 	// digest.
@@ -159,11 +160,13 @@ func TestReferenceFile(t *testing.T) {
 	}
 
 	// A link or a foreign file is refused.
-	os.Symlink("/etc/passwd", filepath.Join(dir, ReferenceFile))
-	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
-		t.Errorf("Read() with reference.json a link: %v", err)
-	}
-	os.Remove(filepath.Join(dir, ReferenceFile))
+	t.Run("a link", func(t *testing.T) {
+		wintest.Symlink(t, "/etc/passwd", filepath.Join(dir, ReferenceFile))
+		defer os.Remove(filepath.Join(dir, ReferenceFile))
+		if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+			t.Errorf("Read() with reference.json a link: %v", err)
+		}
+	})
 
 	// Any other file there is not the one the run compared with: not read,
 	// whatever it holds (a foreign file, the same reference with one reply
@@ -171,7 +174,7 @@ func TestReferenceFile(t *testing.T) {
 	changed := *r.Reference
 	changed.Replies = slices.Clone(changed.Replies)
 	changed.Replies[0].Content = "changed"
-	other := t.TempDir()
+	other := wintest.TempDir(t)
 	if err := WriteReference(other, &changed); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +216,7 @@ func TestReferenceFile(t *testing.T) {
 	// More than a run's file may be is not written.
 	big := *r.Reference
 	big.Replies = []measure.Reply{{N: 1, Content: strings.Repeat("x", MaxReference)}}
-	if err := WriteReference(t.TempDir(), &big); err == nil || !strings.Contains(err.Error(), "more than the 16777216 a run's file may be") {
+	if err := WriteReference(wintest.TempDir(t), &big); err == nil || !strings.Contains(err.Error(), "more than the 16777216 a run's file may be") {
 		t.Errorf("WriteReference() of %d bytes: %v", MaxReference, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/stats"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -192,7 +193,7 @@ func TestMarkdownLimit(t *testing.T) {
 }
 
 func TestWriteRead(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	r := sample()
 	r.Run.Started = time.Date(2026, 11, 11, 0, 10, 0, 0, time.UTC)
 	if err := Write(dir, r); err != nil {
@@ -233,14 +234,18 @@ func TestWriteRead(t *testing.T) {
 }
 
 func TestReadErrors(t *testing.T) {
-	dir := t.TempDir()
+	// The system's own words for a missing file: "no such file or
+	// directory" on Linux.
+	_, err := os.Stat(filepath.Join(wintest.TempDir(t), "missing"))
+	notFound := unwrapPath(err).Error()
+	dir := wintest.TempDir(t)
 	file := filepath.Join(dir, "f")
 	os.WriteFile(file, nil, 0o644)
 	broken := filepath.Join(dir, "broken")
 	os.Mkdir(broken, 0o755)
 	os.WriteFile(filepath.Join(broken, ResultFile), []byte("{"), 0o644)
 	for path, want := range map[string]string{
-		filepath.Join(dir, "missing"): "no such file or directory; pass the out directory of a run",
+		filepath.Join(dir, "missing"): notFound + "; pass the out directory of a run",
 		file:                          "is not a directory",
 		dir:                           "holds no result.json",
 		broken:                        "not a result file",
@@ -527,7 +532,7 @@ func TestLogprobsText(t *testing.T) {
 // loads, beside its log and its first requests), changes nothing of what
 // is rendered, and writes nothing.
 func TestPrepareChangesNothing(t *testing.T) {
-	t.Chdir(t.TempDir())
+	t.Chdir(wintest.TempDir(t))
 	var console bytes.Buffer
 	Console(&console, sample())
 	md := Markdown(sample(), MarkdownLimit)

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
@@ -425,7 +424,7 @@ func read(dir string, b runBounds) (*Result, error) {
 	if _, err := os.Stat(filepath.Join(dir, ResultFile)); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s holds no %s, so it is not the out directory of a finished run; pass the directory named on a run's \"out:\" line", dir, ResultFile)
 	}
-	r, err := readResult(filepath.Join(dir, ResultFile), syscall.O_NOFOLLOW, u)
+	r, err := readResult(filepath.Join(dir, ResultFile), noFollow, u)
 	if err != nil {
 		return nil, err
 	}

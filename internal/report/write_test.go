@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/measure"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // TestWriteResultKeepsTokensInReplyFiles: result.json holds no tokens, the
 // reply files do, and reading the directory gives them back: a recording of
 // long replies stays within what its readers take.
 func TestWriteResultKeepsTokensInReplyFiles(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	r := sample()
 	r.Replies = r.Replies[:1]
 	rep := &r.Replies[0]
@@ -57,7 +58,7 @@ func TestWriteResultKeepsTokensInReplyFiles(t *testing.T) {
 // MaxFile keeps none, and says so; the reply itself is then what was
 // written, so the run judges what its file holds.
 func TestWriteReplyBounded(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	rep := measure.Reply{N: 1, Content: "x", Logprobs: measure.LogprobsSent}
 	big := strings.Repeat("\x01", 256) // 6 bytes each in JSON
 	for range MaxFile / (21 * 256 * 6) {
@@ -95,7 +96,7 @@ func TestWriteReplyBounded(t *testing.T) {
 func TestWriteResultBounded(t *testing.T) {
 	r := sample()
 	r.Replies[0].Content = strings.Repeat("\x01", MaxFile/6+1)
-	path := filepath.Join(t.TempDir(), ResultFile)
+	path := filepath.Join(wintest.TempDir(t), ResultFile)
 	if err := WriteResult(path, r); err == nil || !strings.Contains(err.Error(), "more than the 16777216 a run's file may be; ask fewer --max-replies") {
 		t.Errorf("WriteResult(past MaxFile) = %v, want it refused", err)
 	}
@@ -107,7 +108,7 @@ func TestWriteResultBounded(t *testing.T) {
 // A file that cannot take its name (a directory is there) is not written,
 // and leaves no temporary file behind, through the out directory or by path.
 func TestWriteLeavesNoTemporaryFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	if err := os.MkdirAll(filepath.Join(dir, "reply_2.json", "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +123,7 @@ func TestWriteLeavesNoTemporaryFile(t *testing.T) {
 	if err := WriteReply(filepath.Join(dir, "reply_2.json"), &measure.Reply{N: 2}); err == nil {
 		t.Error("WriteReply over a directory: no error")
 	}
+	wintest.SkipOnWine(t, wintest.NoRootRemove)
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		var names []string

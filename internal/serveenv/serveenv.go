@@ -60,9 +60,9 @@ var fileCommands = []string{"GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHU
 // runner's file commands.
 func Refused(name string) string {
 	switch {
-	case slices.Contains(fileCommands, name):
+	case slices.ContainsFunc(fileCommands, same(name)):
 		return "a file command of the runner: a serve that has it writes the step's outputs, the job's environment or its summary"
-	case name == "GITHUB_TOKEN", strings.HasPrefix(name, "INPUT_"), strings.HasPrefix(name, "ACTIONS_"):
+	case sameName(name, "GITHUB_TOKEN"), hasPrefix(name, "INPUT_"), hasPrefix(name, "ACTIONS_"):
 		return "a secret of the step (the token, the gate's inputs, the runtime's and OIDC's request tokens): a serve that has it can post check runs and comments"
 	}
 	return ""
@@ -73,11 +73,11 @@ func Allowed(name string) bool {
 	if Refused(name) != "" {
 		return false
 	}
-	if slices.Contains(Names, name) {
+	if slices.ContainsFunc(Names, same(name)) || slices.ContainsFunc(osNames, same(name)) {
 		return true
 	}
 	for _, p := range Prefixes {
-		if strings.HasPrefix(name, p) {
+		if hasPrefix(name, p) {
 			return true
 		}
 	}
@@ -134,12 +134,12 @@ func Build(environ, set, pass, extra []string) []string {
 		if !ok || name == "" || Refused(name) != "" {
 			return
 		}
-		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+		env = slices.DeleteFunc(env, func(e string) bool { n, _, _ := strings.Cut(e, "="); return sameName(n, name) })
 		env = append(env, kv)
 	}
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if Allowed(name) || slices.Contains(pass, name) {
+		if Allowed(name) || slices.ContainsFunc(pass, same(name)) {
 			add(kv)
 		}
 	}
@@ -167,4 +167,22 @@ func validName(name string) bool {
 		}
 	}
 	return true
+}
+
+// same is sameName of name, for slices' functions.
+func same(name string) func(string) bool {
+	return func(n string) bool { return sameName(n, name) }
+}
+
+// Lookup is the value of name in environ (NAME=VALUE each), the last one
+// given, as the process reading environ would see it.
+func Lookup(environ []string, name string) (string, bool) {
+	var v string
+	found := false
+	for _, kv := range environ {
+		if n, value, ok := strings.Cut(kv, "="); ok && n != "" && sameName(n, name) {
+			v, found = value, true
+		}
+	}
+	return v, found
 }

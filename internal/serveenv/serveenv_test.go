@@ -79,3 +79,18 @@ func TestAllowed(t *testing.T) {
 		}
 	}
 }
+
+// Lookup is the last value given a name, as the process would read it.
+func TestLookup(t *testing.T) {
+	environ := []string{"PATH=/a", "HOME=/h", "PATH=/b", "PATHX=/c", "=C:=x", "NOVALUE"}
+	for name, want := range map[string]string{"PATH": "/b", "HOME": "/h", "PATHX": "/c"} {
+		if got, ok := Lookup(environ, name); !ok || got != want {
+			t.Errorf("Lookup(%q) = %q, %v; want %q", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"PAT", "NOVALUE", "", "USER"} {
+		if got, ok := Lookup(environ, name); ok {
+			t.Errorf("Lookup(%q) = %q, true; want not found", name, got)
+		}
+	}
+}

@@ -36,7 +36,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
 )
@@ -64,12 +63,7 @@ type Tool struct {
 // variables for the tools to start with.
 func Find(environ []string) *Set {
 	s := &Set{paths: map[string]string{}, env: serveenv.Build(environ, nil, nil, nil)}
-	var path string
-	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
+	path, _ := serveenv.Lookup(environ, "PATH") // "Path" on Windows
 	for _, name := range Names {
 		if p, ok := look(name, path); ok {
 			s.paths[name] = p
@@ -93,7 +87,13 @@ func look(name, path string) (string, bool) {
 		if !filepath.IsAbs(dir) {
 			continue
 		}
-		p, err := filepath.EvalSymlinks(filepath.Join(dir, name))
+		// LookPath of a path finds the file as PATH's search would (on
+		// Windows, name with PATHEXT's first extension that is there).
+		f, err := exec.LookPath(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		p, err := filepath.EvalSymlinks(f)
 		if err != nil {
 			continue
 		}
@@ -102,33 +102,6 @@ func look(name, path string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// othersWrite reports whether a user other than root and this one may
-// write p (a file's path, its links resolved) or put another file in its
-// place, or p or a directory above it cannot be looked at.
-func othersWrite(p string) bool {
-	me := uint32(os.Geteuid())
-	uidMap, overflow := procText("/proc/self/uid_map"), procText("/proc/sys/kernel/overflowuid")
-	for q, last := p, true; ; q, last = filepath.Dir(q), false {
-		st, err := os.Stat(q)
-		if err != nil {
-			return true
-		}
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && sys.Uid != me && !outside(sys.Uid, uidMap, overflow) {
-			return true
-		}
-		// The file and its directory: no user but their owner's may write
-		// them. Above: what any user may write needs the sticky bit, so
-		// that what is in it stays its owner's.
-		anyone := st.Mode().Perm()&0o002 != 0
-		if anyone && (last || q == filepath.Dir(p) || st.Mode()&os.ModeSticky == 0) {
-			return true
-		}
-		if q == filepath.Dir(q) {
-			return false
-		}
-	}
 }
 
 // Look is name as found; the error wraps exec.ErrNotFound where it was
@@ -197,9 +170,4 @@ func outside(uid uint32, uidMap, overflow string) bool {
 		}
 	}
 	return true
-}
-
-func procText(name string) string {
-	b, _ := os.ReadFile(name)
-	return string(b)
 }
