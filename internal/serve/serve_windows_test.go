@@ -195,14 +195,17 @@ func startMode(t *testing.T, mode string, l *serveLog, env ...string) *Process {
 }
 
 // open opens pid so that its end can be waited for, and its pid is not
-// reused meanwhile.
+// reused meanwhile; the test's end ends it, should a failed test leave it.
 func open(t *testing.T, pid int) windows.Handle {
 	t.Helper()
-	h, err := windows.OpenProcess(windows.SYNCHRONIZE|windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	h, err := windows.OpenProcess(windows.SYNCHRONIZE|windows.PROCESS_QUERY_LIMITED_INFORMATION|windows.PROCESS_TERMINATE, false, uint32(pid))
 	if err != nil {
 		t.Fatalf("pid %d: %v", pid, err)
 	}
-	t.Cleanup(func() { windows.CloseHandle(h) })
+	t.Cleanup(func() {
+		windows.TerminateProcess(h, 1)
+		windows.CloseHandle(h)
+	})
 	return h
 }
 
