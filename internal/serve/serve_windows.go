@@ -381,9 +381,9 @@ func (p *Process) stop(grace, within time.Duration) Stopped {
 	}
 	// The bounded wait: for the job to be empty, and the serve's exit seen.
 	until := start.Add(grace + within)
-	for len(alive) > 0 && time.Now().Before(until) {
+	for (len(alive) > 0 || err != nil) && time.Now().Before(until) {
 		time.Sleep(pollJob)
-		alive, _ = p.members()
+		alive, err = p.members()
 	}
 	rest := time.NewTimer(max(time.Until(until), 0))
 	select {
@@ -403,6 +403,10 @@ func (p *Process) stop(grace, within time.Duration) Stopped {
 		pr := survivor(pid)
 		st.Left = append(st.Left, fmt.Sprintf("%d %s", pr.PID, pr.Command))
 		st.Survived = append(st.Survived, pr)
+	}
+	if err != nil {
+		// Nothing can be counted: none is taken for none.
+		st.Left = append(st.Left, "? the job's members could not be read: "+err.Error())
 	}
 	st.Survivors = len(st.Left)
 	return st

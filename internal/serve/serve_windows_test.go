@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -106,8 +107,11 @@ func child(mode string) int {
 			say("gate: %v", err)
 			return 1
 		}
-		for len(p.Tree()) < 2 {
-			time.Sleep(10 * time.Millisecond)
+		for deadline := time.Now().Add(30 * time.Second); len(p.Tree()) < 2; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				say("gate: the job holds %v, not the serve and its child, 30s on (%s)", p.Tree(), p.Exit())
+				return 1
+			}
 		}
 		say("members %s", strings.Trim(fmt.Sprint(p.Tree()), "[]"))
 		select {}
@@ -454,6 +458,36 @@ func TestTCPTableOwners(t *testing.T) {
 		if got := f.owners(b[:3], 8080, nil); len(got) != 0 {
 			t.Errorf("af %d: a table shorter than its count: %v", f.af, got)
 		}
+	}
+}
+
+// TestPortsFromTheTable: FreePort gives a port nothing listens on, never
+// twice, below Windows' dynamic range; CheckPortFree passes it, and fails
+// it once something listens there.
+func TestPortsFromTheTable(t *testing.T) {
+	seen := map[int]bool{}
+	for range 20 {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[port] || port < FreeLow || port >= 49152 {
+			t.Fatalf("FreePort gave %d (given before: %v), want a new one in [%d, 49152)", port, seen[port], FreeLow)
+		}
+		seen[port] = true
+		if err := CheckPortFree(port); err != nil {
+			t.Fatalf("CheckPortFree(%d) = %v, just after FreePort gave it", port, err)
+		}
+	}
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	var pe *PortInUseError
+	if err := CheckPortFree(port); !errors.As(err, &pe) || len(pe.Holders) != 1 {
+		t.Fatalf("CheckPortFree(%d) = %v, want it in use by this process (listening on 0.0.0.0)", port, err)
 	}
 }
 
