@@ -18,25 +18,8 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise/stage1"
 )
 
-// ContainEnv names the environment variable that picks the mechanism;
-// unset or "auto", the first that works of Mechanisms.
-const ContainEnv = stage1.ContainEnv
-
 // Mechanisms that hold a serve's tree, in the order "auto" tries them.
 var Mechanisms = []string{"cgroup2", "freezer", "descendants"}
-
-// CheckContain fails when want names no mechanism.
-func CheckContain(want string) error {
-	if want == "" || want == "auto" {
-		return nil
-	}
-	for _, m := range Mechanisms {
-		if want == m {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s=%q: pass auto or one of %s", ContainEnv, want, strings.Join(Mechanisms, ", "))
-}
 
 // container holds the serve and everything it starts so that they can be
 // killed as one.
