@@ -1,6 +1,9 @@
 package vendortool
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // A securityInfo is what othersWrite reads of a file or directory on
 // Windows: its owner's SID, and the allow entries of its ACL that apply
@@ -69,13 +72,19 @@ const (
 // from the tool: near is the tool itself or its directory. me is this
 // process's user's SID.
 func (s securityInfo) othersMayWrite(me string, near bool) bool {
+	return s.changeable(me, near) != ""
+}
+
+// changeable is othersMayWrite said in words: why a user other than the
+// trusted ones could change the file or directory, or "".
+func (s securityInfo) changeable(me string, near bool) string {
 	switch s.owner {
 	case me, sidSystem, sidAdministrators, sidTrustedInstaller:
 	default:
-		return true // its owner may rewrite its ACL
+		return fmt.Sprintf("owned by %s, who may rewrite its ACL", s.owner)
 	}
 	if s.noDACL {
-		return true
+		return "has no ACL, which lets every user change it"
 	}
 	rights := uint32(rename)
 	if near {
@@ -83,8 +92,29 @@ func (s securityInfo) othersMayWrite(me string, near bool) bool {
 	}
 	for _, e := range s.allow {
 		if e.mask&rights != 0 && slices.Contains(everyUser, e.sid) {
-			return true
+			return fmt.Sprintf("its ACL lets %s change it (access mask %#x)", e.sid, e.mask)
 		}
 	}
-	return false
+	return ""
+}
+
+// The rights that read a file's data: FILE_READ_DATA, GENERIC_READ,
+// GENERIC_ALL.
+const (
+	fileReadData = 0x1
+	genericRead  = 0x80000000
+	readData     = fileReadData | genericRead | genericAll
+)
+
+// readable says which group of every user may read the file, or "".
+func (s securityInfo) readable() string {
+	if s.noDACL {
+		return "has no ACL, which lets every user read it"
+	}
+	for _, e := range s.allow {
+		if e.mask&readData != 0 && slices.Contains(everyUser, e.sid) {
+			return fmt.Sprintf("its ACL lets %s read it (access mask %#x)", e.sid, e.mask)
+		}
+	}
+	return ""
 }
