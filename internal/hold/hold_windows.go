@@ -130,3 +130,18 @@ func ClearStaleToken(path string) (*Facts, error) {
 	}
 	return nil, fmt.Errorf("%s is left as it is: %v", path, errNoToken)
 }
+
+// processStarted is when the process pid started (GetProcessTimes); ok is
+// false where it cannot be opened.
+func processStarted(pid int) (t time.Time, ok bool) {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return time.Time{}, false
+	}
+	defer windows.CloseHandle(h)
+	var created, exited, kernel, user windows.Filetime
+	if windows.GetProcessTimes(h, &created, &exited, &kernel, &user) != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(0, created.Nanoseconds()), true
+}
