@@ -160,6 +160,22 @@ func (t *Ticket) NoteSurvivors(procs []Survivor) error {
 	return nil
 }
 
+// ParseSurvivors reads a stop's survivors as it lists them, "PID IMAGE"
+// (serve.Stopped's Left); a line that does not start with a pid is passed
+// over.
+func ParseSurvivors(left []string) []Survivor {
+	var out []Survivor
+	for _, l := range left {
+		pid, image, _ := strings.Cut(strings.TrimSpace(l), " ")
+		n, err := strconv.Atoi(pid)
+		if err != nil || n <= 0 {
+			continue
+		}
+		out = append(out, Survivor{PID: n, Image: strings.TrimSpace(image)})
+	}
+	return out
+}
+
 // stillThere tells whether a survivor noted in a marker still runs: its
 // pid, and, where both are known, the same start.
 func (s Survivor) stillThere() bool {

@@ -209,3 +209,16 @@ func TestParseMarker(t *testing.T) {
 		t.Errorf("markerName(npu, 42) = %q", markerName("npu", 42))
 	}
 }
+
+func TestParseSurvivors(t *testing.T) {
+	got := ParseSurvivors([]string{"42 /usr/bin/flm serve --port 8000", "7", " 9  x.exe ", "0 zero", "-3 neg", "abc def", ""})
+	want := []Survivor{{PID: 42, Image: "/usr/bin/flm serve --port 8000"}, {PID: 7}, {PID: 9, Image: "x.exe"}}
+	if len(got) != len(want) {
+		t.Fatalf("ParseSurvivors = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("ParseSurvivors[%d] = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
