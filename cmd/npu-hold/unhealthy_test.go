@@ -21,8 +21,8 @@ func TestStatusUnhealthy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// This test's own process: it runs while status looks.
-	err = tk.NoteSurvivors([]hold.Survivor{{PID: os.Getpid(), Image: "stuck.exe"}})
+	// This test's parent (go test): it runs while status looks.
+	err = tk.NoteSurvivors([]hold.Survivor{{PID: os.Getppid(), Image: "stuck.exe"}})
 	tk.Release()
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestStatusUnhealthy(t *testing.T) {
 	if code := run([]string{"status"}, getenv, nil, &out, &errOut); code != exitOK {
 		t.Fatalf("status = %d: %s", code, errOut.String())
 	}
-	want := "npu: free\n  npu: the device may be unhealthy: pid " + strconv.Itoa(os.Getpid()) + " (stuck.exe) could not be ended when ticket 1 of "
+	want := "npu: free\n  npu: the device may be unhealthy: pid " + strconv.Itoa(os.Getppid()) + " (stuck.exe) could not be ended when ticket 1 of "
 	if !strings.HasPrefix(out.String(), want) || !strings.HasSuffix(out.String(), " UTC; if it does not go, reboot the machine\n") {
 		t.Errorf("status =\n%s\nwant it to start %q and say when", out.String(), want)
 	}
@@ -46,7 +46,7 @@ func TestStatusUnhealthy(t *testing.T) {
 		t.Fatalf("status --json = %d: %s", code, errOut.String())
 	}
 	var st hold.Status
-	if err := json.Unmarshal(out.Bytes(), &st); err != nil || len(st.Unhealthy) != 1 || st.Unhealthy[0].Survivors[0].PID != os.Getpid() || st.Unhealthy[0].Survivors[0].Image != "stuck.exe" || st.Unhealthy[0].When.IsZero() {
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || len(st.Unhealthy) != 1 || st.Unhealthy[0].Survivors[0].PID != os.Getppid() || st.Unhealthy[0].Survivors[0].Image != "stuck.exe" || st.Unhealthy[0].When.IsZero() {
 		t.Errorf("status --json = %s (%v), want the marker with its pid, image and time", out.String(), err)
 	}
 }

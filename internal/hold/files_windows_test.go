@@ -3,6 +3,8 @@
 package hold
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unsafe"
@@ -161,4 +163,26 @@ func TestLockDirReplaceableByOthers(t *testing.T) {
 	if _, err := e.device().Status(); err == nil {
 		t.Errorf("Status() of that directory = nil error, want it refused")
 	}
+}
+
+// The pools file is %ProgramData%\npu-hold\pools unless said otherwise, and
+// one of this user's is read (one of another user's, who could have
+// declared anyone's pools, is refused: Wine has one user, so that is
+// judged by trusted, as the lock directory's owner is in TestLockDirACL).
+func TestPoolsFileWindows(t *testing.T) {
+	if want := filepath.Join(DefaultDir(), "pools"); DefaultPools != want || !strings.HasSuffix(DefaultPools, `\npu-hold\pools`) {
+		t.Errorf("DefaultPools = %q, want %q", DefaultPools, want)
+	}
+	path := filepath.Join(tempDir(t), "pools")
+	if err := os.WriteFile(path, []byte("npu env=ASCEND_RT_VISIBLE_DEVICES npu0=0 npu1=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := LoadPools(path)
+	if err != nil {
+		t.Fatalf("LoadPools(a file of this user's) = %v", err)
+	}
+	if p, err := ps.Resolve("npu", 2, "--count"); err != nil || p == nil || len(p.Members) != 2 {
+		t.Errorf("Resolve(npu, 2) = %v, %v", p, err)
+	}
+	os.Remove(path)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -177,9 +178,11 @@ func ParseSurvivors(left []string) []Survivor {
 }
 
 // stillThere tells whether a survivor noted in a marker still runs: its
-// pid, and, where both are known, the same start.
+// pid, not this process's, and, where both are known, the same start.
 func (s Survivor) stillThere() bool {
-	if s.PID <= 0 || !alive(s.PID) {
+	// The reader is no survivor, whatever pid a marker names (Windows
+	// gives a pid again soon after its process ends).
+	if s.PID <= 0 || s.PID == os.Getpid() || !alive(s.PID) {
 		return false
 	}
 	if s.Started.IsZero() {

@@ -142,6 +142,9 @@ func TestUnhealthyPidReused(t *testing.T) {
 	if (Survivor{PID: 0}).stillThere() || (Survivor{PID: -1}).stillThere() {
 		t.Errorf("a survivor of no pid is there")
 	}
+	if (Survivor{PID: os.Getpid()}).stillThere() {
+		t.Errorf("the process reading a marker is a survivor of it")
+	}
 }
 
 // A marker is another user's words: its text is escaped and bounded, the
