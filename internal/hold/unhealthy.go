@@ -2,6 +2,7 @@ package hold
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -145,7 +146,7 @@ func (t *Ticket) NoteSurvivors(procs []Survivor) error {
 		b, _ := json.Marshal(u)
 		file := markerName(name, u.Ticket)
 		f, err := t.dir.publish(file, append(b, '\n'))
-		for i := 0; err != nil && i < 10; i++ {
+		for i := 0; errors.Is(err, os.ErrExist) && i < 10; i++ {
 			// The name was taken by someone else.
 			f, err = t.dir.publish(file+"."+randomName(), append(b, '\n'))
 		}

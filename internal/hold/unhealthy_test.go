@@ -225,3 +225,32 @@ func TestParseSurvivors(t *testing.T) {
 		}
 	}
 }
+
+// A marker's name taken by someone else is not replaced: the marker goes
+// under the name with a suffix, and is read there.
+func TestUnhealthyNameTaken(t *testing.T) {
+	e := newEnv(t)
+	p := linger(t)
+	tk, err := e.device().Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Release()
+	taken := filepath.Join(e.dir, markerName("npu", tk.Facts.Ticket))
+	if err := os.WriteFile(taken, []byte("squatted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.NoteSurvivors([]Survivor{{PID: p.Process.Pid, Image: "stuck"}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(taken); string(b) != "squatted" {
+		t.Errorf("the taken name now reads %q, want it left as it was", b)
+	}
+	st, err := e.device().Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Unhealthy) != 1 || st.Unhealthy[0].Ticket != tk.Facts.Ticket || len(markers(t, e.dir)) != 2 {
+		t.Errorf("Status().Unhealthy = %+v, files %v; want the marker under a suffixed name", st.Unhealthy, markers(t, e.dir))
+	}
+}
