@@ -296,6 +296,11 @@ func (g *Gate) takeDevice(ctx context.Context, res *report.Result) (t Ticket, ok
 		return nil, false
 	}
 	g.logf("hold: %s held after %s", p.Device, time.Since(t0).Round(time.Millisecond))
+	if ht, ok := ticket.(*hold.Ticket); ok {
+		for _, u := range ht.Unhealthy {
+			res.Hold.Unhealthy = append(res.Hold.Unhealthy, u.Device+": "+u.String())
+		}
+	}
 	return ticket, true
 }
 

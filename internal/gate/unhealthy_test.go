@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
@@ -31,7 +32,7 @@ func TestSurvivorsMarkTheDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	g := &Gate{Plan: &config.Plan{Config: config.Config{Device: "npu"}}, Log: &log}
+	g := &Gate{Plan: &config.Plan{Config: config.Config{Device: "npu", HoldTimeout: time.Minute}}, Log: &log}
 	res := &report.Result{}
 	res.Serve.Left = []string{fmt.Sprintf("%d sleep 60", stuck.Process.Pid)}
 	g.releaseDevice(tk, res, res.Run.Started)
@@ -46,6 +47,19 @@ func TestSurvivorsMarkTheDevice(t *testing.T) {
 		t.Errorf("status after the release = held %v, unhealthy %+v; want free, and the survivor named", st.Held, st.Unhealthy)
 	}
 
+	// The next run is told, and says so in result.json.
+	g.Hold = h
+	next := &report.Result{}
+	got, ok := g.takeDevice(context.Background(), next)
+	if !ok {
+		t.Fatalf("the next run's ticket: %s", next.NoReplies)
+	}
+	want := fmt.Sprintf("npu: the device may be unhealthy: pid %d (sleep 60) could not be ended when ticket 1 of ", stuck.Process.Pid)
+	if len(next.Hold.Unhealthy) != 1 || !strings.HasPrefix(next.Hold.Unhealthy[0], want) {
+		t.Errorf("the next run's hold.unhealthy = %q, want %q...", next.Hold.Unhealthy, want)
+	}
+	got.Release()
+
 	// A stop with nothing left marks nothing.
 	other := t.TempDir()
 	h = &deviceHold{dir: other}
@@ -57,5 +71,12 @@ func TestSurvivorsMarkTheDevice(t *testing.T) {
 	st, err = (&hold.Device{Dir: other, Name: "npu"}).Status()
 	if err != nil || len(st.Unhealthy) != 0 || strings.Contains(log.String(), "unhealthy") {
 		t.Errorf("a stop with no survivors: status %+v (%v), log %q; want no marker", st, err, log.String())
+	}
+	g.Hold = h
+	clean := &report.Result{}
+	if got, ok := g.takeDevice(context.Background(), clean); !ok || clean.Hold.Unhealthy != nil {
+		t.Errorf("a run on a device with no marker: hold.unhealthy %q (%v), want none", clean.Hold.Unhealthy, ok)
+	} else {
+		got.Release()
 	}
 }
