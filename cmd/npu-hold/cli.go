@@ -246,6 +246,18 @@ func (e *env) hold(args []string) int {
 	if st.Swept > 0 || st.Survivors > 0 {
 		fmt.Fprintf(e.stderr, "npu-hold: after %s: %d left behind and killed, %d survived\n", cmd[0], st.Swept, st.Survivors)
 	}
+	// What could not be ended leaves the device in doubt: said by status
+	// and to the next holder while it runs.
+	if st.Survivors > 0 {
+		for _, l := range st.Left {
+			fmt.Fprintf(e.stderr, "npu-hold: survivor %s\n", console.Text(l))
+		}
+		if err := t.NoteSurvivors(hold.ParseSurvivors(st.Left)); err != nil {
+			fmt.Fprintf(e.stderr, "npu-hold: warning: %v\n", err)
+		} else {
+			fmt.Fprintf(e.stderr, "npu-hold: %s marked as maybe unhealthy: npu-hold status and the next holder say so while they run\n", c.device)
+		}
+	}
 	// The command runs as this user, and can take the ticket away (its
 	// holding file's name); whoever relies on the hold is told.
 	if err := t.Held(); err != nil {
@@ -309,7 +321,16 @@ func (e *env) status(args []string) int {
 	for i, w := range st.Queue {
 		fmt.Fprintf(e.stdout, "  %d. %s, waiting since %s\n", i+1, w, w.QueuedAt().Format("15:04:05"))
 	}
+	e.unhealthy(st)
 	return exitOK
+}
+
+// unhealthy says which devices may be unhealthy: a stop under an earlier
+// ticket left processes that could not be ended, and they still run.
+func (e *env) unhealthy(st *hold.Status) {
+	for _, u := range st.Unhealthy {
+		fmt.Fprintf(e.stdout, "  %s: %s; if it does not go, reboot the machine\n", console.Text(u.Device), u)
+	}
 }
 
 // poolStatus prints every device of a pool, its holder, and the waiters.
@@ -334,6 +355,7 @@ func (e *env) poolStatus(st *hold.Status) {
 	for i, w := range st.Queue {
 		fmt.Fprintf(e.stdout, "  %d. %s, %s, waiting since %s\n", i+1, w, devices(max(w.Count, 1)), w.QueuedAt().Format("15:04:05"))
 	}
+	e.unhealthy(st)
 }
 
 func devices(n int) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/agree"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/config"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/console"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/hold"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/quote"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
@@ -72,6 +73,12 @@ type Ticket interface {
 	// why not.
 	Held() error
 	Release() error
+}
+
+// survivorNoter is a ticket that records a stop's survivors beside it, so
+// that status and the next run say the device may be unhealthy.
+type survivorNoter interface {
+	NoteSurvivors([]hold.Survivor) error
 }
 
 // poolTicket is a ticket of devices of a pool: the serve is told which.
@@ -289,6 +296,11 @@ func (g *Gate) takeDevice(ctx context.Context, res *report.Result) (t Ticket, ok
 		return nil, false
 	}
 	g.logf("hold: %s held after %s", p.Device, time.Since(t0).Round(time.Millisecond))
+	if ht, ok := ticket.(*hold.Ticket); ok {
+		for _, u := range ht.Unhealthy {
+			res.Hold.Unhealthy = append(res.Hold.Unhealthy, u.Device+": "+u.String())
+		}
+	}
 	return ticket, true
 }
 
@@ -299,6 +311,13 @@ func (g *Gate) releaseDevice(t Ticket, res *report.Result, held time.Time) {
 	if err := t.Held(); err != nil {
 		res.Hold.Lost = err.Error()
 		g.logf("hold: %s was not held to the end: %v", g.Plan.Device, err)
+	}
+	if n, ok := t.(survivorNoter); ok && len(res.Serve.Left) > 0 {
+		if err := n.NoteSurvivors(hold.ParseSurvivors(res.Serve.Left)); err != nil {
+			g.logf("hold: %v", err)
+		} else {
+			g.logf("hold: %s marked as maybe unhealthy: %d process(es) of the serve could not be ended; npu-hold status and the next run say so while they run", g.Plan.Device, len(res.Serve.Left))
+		}
 	}
 	if err := t.Release(); err != nil {
 		g.logf("hold: release: %v", err)

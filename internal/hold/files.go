@@ -59,10 +59,11 @@ func randomName() string {
 // CheckDirPath says why path cannot be the lock directory, naming it by
 // from (NPU_HOLD_DIR, --lock-dir), or nil. A relative path is a different
 // directory in each working directory: two runs started in two would each
-// take the first ticket of their own queue and hold the device at once.
+// take the first ticket of their own queue and hold the device at once. On
+// Windows a network path is refused too (see checkLocal).
 func CheckDirPath(from, path string) error {
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("%s %q: a relative lock directory is a different one in each working directory, and two runs would hold the device at once; give an absolute path, e.g. %s", from, path, DefaultDir())
 	}
-	return nil
+	return checkLocal(from, path)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -50,6 +51,39 @@ func DefaultDir() string {
 // dirFix says how to give a runner a lock directory.
 func dirFix(path string) string {
 	return fmt.Sprintf("create it as an administrator (mkdir %s: under %%ProgramData%% it inherits an ACL that lets every user make files and only their owner remove them), or set NPU_HOLD_DIR to such a directory that every run sharing the device can write", path)
+}
+
+// checkLocal refuses a lock directory that is not on a local disk: a UNC
+// path (\\server\share\dir, \\?\UNC\server\share\dir), a device
+// path other than a drive's (\\.\pipe\x), or a drive letter mapped to a
+// share. A share's locks are its server's, shared with every machine that
+// mounts it, and its owner and ACL are the server's to say: the machine's
+// runs need a directory of the machine's own.
+func checkLocal(from, path string) error {
+	vol := filepath.VolumeName(path)
+	long, isLong := strings.CutPrefix(vol, `\\?\`)
+	if !isLong {
+		long, isLong = strings.CutPrefix(vol, `\\.\`)
+	}
+	switch {
+	case isLong && len(long) == 2 && long[1] == ':':
+		vol = long
+	case strings.HasPrefix(vol, `\\`) || strings.HasPrefix(vol, "//"):
+		return fmt.Errorf("%s %q is not on a local disk (a UNC path, \\\\server\\share): a lock on a share is its server's, shared with every machine that mounts it, and its owner and ACL are the server's; give a directory on a local disk, e.g. %s", from, path, DefaultDir())
+	}
+	if len(vol) == 2 && vol[1] == ':' && driveType(vol+`\`) == windows.DRIVE_REMOTE {
+		return fmt.Errorf("%s %q is on %s, a drive mapped to a network share: a lock on a share is its server's, shared with every machine that mounts it, and its owner and ACL are the server's; give a directory on a local disk, e.g. %s", from, path, vol, DefaultDir())
+	}
+	return nil
+}
+
+// driveType is GetDriveType of a drive's root (C:\); tests fake it.
+var driveType = func(root string) uint32 {
+	p, err := windows.UTF16PtrFromString(root)
+	if err != nil {
+		return windows.DRIVE_UNKNOWN
+	}
+	return windows.GetDriveType(p)
 }
 
 // openLockDir opens path as the lock directory, making it when it is not
@@ -115,6 +149,12 @@ func (d *lockDir) check(h windows.Handle) error {
 	if err != nil {
 		return fmt.Errorf("the lock directory %s cannot be checked: this process's user is unknown: %v", d.path, err)
 	}
+	return d.checkSD(sd, me)
+}
+
+// checkSD is check's judgement of the directory's security descriptor,
+// for the user me.
+func (d *lockDir) checkSD(sd *windows.SECURITY_DESCRIPTOR, me *windows.SID) error {
 	own, _, err := sd.Owner()
 	if err != nil || own == nil {
 		return fmt.Errorf("the lock directory %s has no owner that can be read, so npu-hold cannot tell who could replace it; %s", d.path, dirFix(d.path))

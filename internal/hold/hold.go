@@ -265,6 +265,9 @@ type Ticket struct {
 	token   *tokenFile // nil when none was written
 	Facts   Facts
 	Devices []Member // the devices held, in the pool's order
+	// Unhealthy are the markers on the held devices when they were
+	// granted: processes a stop before left that still run.
+	Unhealthy []Unhealthy
 }
 
 // Files are the descriptors a serve's supervisor holds, so the device stays
@@ -381,6 +384,8 @@ func (d *Device) Acquire(ctx context.Context) (*Ticket, error) {
 		return nil, fmt.Errorf("the ticket %s cannot be checked: %v", t.name, err)
 	}
 	d.writeToken(t)
+	t.Unhealthy = dir.unhealthy(t.Names())
+	warnUnhealthy(d.Log, t.Unhealthy)
 	return t, nil
 }
 

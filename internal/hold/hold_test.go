@@ -21,6 +21,12 @@ import (
 // With HOLD_CHILD=1 it starts `sleep 600` holding the ticket's descriptors
 // and prints its pid, then waits to be killed.
 func TestMain(m *testing.M) {
+	if os.Getenv("HOLD_LINGER") == "1" {
+		// A process that outlives a stop (see unhealthy_test.go).
+		fmt.Println("lingering")
+		time.Sleep(10 * time.Minute)
+		os.Exit(0)
+	}
 	if id := os.Getenv("HOLD_CONTENDER"); id != "" {
 		os.Exit(contender(id))
 	}

@@ -26,3 +26,9 @@ func changeTime(f *os.File) (time.Time, error) {
 	}
 	return time.Unix(st.Ctim.Unix()), nil
 }
+
+// DefaultPools is where a host declares its device pools.
+const DefaultPools = "/etc/npu-hold/pools"
+
+// checkPoolsOwner is nil: /etc is root's.
+func checkPoolsOwner(string, *os.File) error { return nil }

@@ -130,3 +130,42 @@ func ClearStaleToken(path string) (*Facts, error) {
 	}
 	return nil, fmt.Errorf("%s is left as it is: %v", path, errNoToken)
 }
+
+// processStarted is when the process pid started (GetProcessTimes); ok is
+// false where it cannot be opened.
+func processStarted(pid int) (t time.Time, ok bool) {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return time.Time{}, false
+	}
+	defer windows.CloseHandle(h)
+	var created, exited, kernel, user windows.Filetime
+	if windows.GetProcessTimes(h, &created, &exited, &kernel, &user) != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(0, created.Nanoseconds()), true
+}
+
+// DefaultPools is where a host declares its device pools:
+// %ProgramData%\npu-hold\pools, beside the tickets in the default lock
+// directory, made by an administrator.
+var DefaultPools = filepath.Join(DefaultDir(), "pools")
+
+// checkPoolsOwner refuses a pools file that is not an administrator's,
+// SYSTEM's or this user's: any user may make files in %ProgramData%\npu-hold,
+// and a pools file made by one would give every run their pools.
+func checkPoolsOwner(path string, f *os.File) error {
+	st, _, err := statHandle(windows.Handle(f.Fd()))
+	if err != nil {
+		return fmt.Errorf("the pools file %s cannot be checked: %v", path, err)
+	}
+	own, err := windows.StringToSid(st.owner)
+	if err != nil {
+		return fmt.Errorf("the pools file %s has no owner that can be read, so npu-hold cannot tell who declared its pools; make it as an administrator", path)
+	}
+	me, err := currentUser()
+	if err != nil || !trusted(own, me) {
+		return fmt.Errorf("the pools file %s belongs to %s, not to an administrator, SYSTEM or this user, so anyone could have declared its pools; remove it and make it as an administrator (docs/runner.md)", path, sidText(own))
+	}
+	return nil
+}

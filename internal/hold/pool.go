@@ -14,9 +14,6 @@ import (
 	"strings"
 )
 
-// DefaultPools is where a host declares its device pools.
-const DefaultPools = "/etc/npu-hold/pools"
-
 // Pool is a set of devices of one kind on a host, shared through one queue:
 // a run asks for a count and gets the first free ones in arrival order.
 type Pool struct {
@@ -90,6 +87,9 @@ func LoadPools(path string) (*Pools, error) {
 			what = fmt.Sprintf("a %v", fi.Mode().Type())
 		}
 		return nil, fmt.Errorf("the pools file %s is not a regular file (%s); make it a file of one pool a line (docs/runner.md)", path, what)
+	}
+	if err := checkPoolsOwner(path, f); err != nil {
+		return nil, err
 	}
 	return ParsePools(path, f)
 }

@@ -23,6 +23,9 @@ type Status struct {
 	// Lockers are the processes that have a holder's ticket open: a serve
 	// that outlived its gate still holds it through an inherited descriptor.
 	Lockers []int `json:"lockers,omitempty"`
+	// Unhealthy are the markers on the device (the pool's devices):
+	// processes a stop left, which could not be ended and still run.
+	Unhealthy []Unhealthy `json:"unhealthy,omitempty"`
 }
 
 // DeviceStatus is one device of a pool.
@@ -73,6 +76,11 @@ func (d *Device) Status() (*Status, error) {
 		}
 	}
 	slices.Sort(st.Lockers)
+	var names []string
+	for _, m := range d.members() {
+		names = append(names, m.Name)
+	}
+	st.Unhealthy = dir.unhealthy(names)
 	if d.Pool != nil {
 		for _, m := range d.Pool.Members {
 			st.Devices = append(st.Devices, DeviceStatus{Name: m.Name, Index: m.Index, Holder: held[m.Name]})

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -90,4 +91,47 @@ func describe(pid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	cmd := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
 	return fmt.Sprintf("pid %d (%s)", pid, clip(cmd, 120))
+}
+
+// processStarted is when the process pid started, from /proc (its start in
+// clock ticks after boot, /proc/stat's btime); ok is false where /proc does
+// not say.
+func processStarted(pid int) (t time.Time, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return time.Time{}, false
+	}
+	// The command, in parentheses, may hold spaces and parentheses: the
+	// fields start after the last ')'. Starttime is field 22, the 20th
+	// after it.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return time.Time{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return time.Time{}, false
+	}
+	ticks, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	boot := bootTime(procText("/proc/stat"))
+	if boot.IsZero() {
+		return time.Time{}, false
+	}
+	// USER_HZ is 100 on every architecture Linux exports to user space.
+	return boot.Add(time.Duration(ticks) * (time.Second / 100)), true
+}
+
+// bootTime is the btime line of /proc/stat.
+func bootTime(stat string) time.Time {
+	for l := range strings.SplitSeq(stat, "\n") {
+		if v, ok := strings.CutPrefix(l, "btime "); ok {
+			if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return time.Unix(s, 0)
+			}
+		}
+	}
+	return time.Time{}
 }

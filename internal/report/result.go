@@ -187,6 +187,10 @@ type HoldFacts struct {
 	// Lost says why the ticket's lock was not the run's own at the end of
 	// the run (checked before it was released); "" when it was.
 	Lost string `json:"lost,omitempty"`
+	// Unhealthy says the device may be unhealthy, as its ticket found it:
+	// processes an earlier run's stop could not end, still running (see
+	// hold.Unhealthy); none when there were none.
+	Unhealthy []string `json:"unhealthy,omitempty"`
 }
 
 // GitHubFacts is the Actions context of the run, when it ran in one.
