@@ -60,9 +60,11 @@ func (r *Reader) npuSMI(ctx context.Context, pids []int) Tool {
 		ours[p] = true
 	}
 	table, container, listed, rows := false, false, 0, 0
+	var chips chipMemory
 	for line := range strings.SplitSeq(string(out), "\n") {
 		cells := cellsOf(line)
 		if !table {
+			chips.read(cells)
 			if len(cells) >= 4 && cells[1] == "Process id" && strings.HasPrefix(cells[len(cells)-1], "Process") {
 				table = true
 				container = cells[len(cells)-1] == "Process id in container"
@@ -110,8 +112,73 @@ func (r *Reader) npuSMI(ctx context.Context, pids []int) Tool {
 		t.Why = "printed no process table (no \"Process id\" column)"
 	case !t.Listed:
 		t.Why = fmt.Sprintf("lists none of the serve's processes (%d listed)", listed)
+	default:
+		t.pastDevice(chips.size(), "chips", "npu-smi info's "+chips.column)
 	}
 	return t
+}
+
+// chipMemory is the memory of the chips npu-smi info lists before its
+// process table, read from the chip table: under a header whose third
+// column ends with HBM-Usage(MB) (or, with no HBM, Memory-Usage(MB)), each
+// chip's row (its second cell a PCI bus id) ends that column with "used /
+// total" in MB:
+//
+//	| Chip                 | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
+//	| 0                    | 0000:C1:00.0  | 0           1198 / 15137      30711/ 32768         |
+//
+// the last pair is the column's. A chip's row with no such pair, or a
+// total that is no size, leaves the size unknown (0), as does a table
+// with no such header.
+type chipMemory struct {
+	column string // "HBM-Usage(MB)", "Memory-Usage(MB)"; "" before the header
+	mib    int64
+	chips  int
+	bad    bool
+}
+
+func (c *chipMemory) read(cells []string) {
+	if len(cells) < 3 {
+		return
+	}
+	for _, col := range []string{"HBM-Usage(MB)", "Memory-Usage(MB)"} {
+		if strings.HasSuffix(cells[2], col) {
+			c.column = col
+			return
+		}
+	}
+	if c.column == "" || !busID(cells[1]) {
+		return
+	}
+	i := strings.LastIndex(cells[2], "/")
+	total, _, _ := strings.Cut(strings.TrimSpace(cells[2][i+1:]), " ")
+	m, err := strconv.ParseInt(total, 10, 64)
+	if c.chips++; i < 0 || err != nil || m <= 0 || m > maxMiB || c.chips > MaxToolRows {
+		c.bad = true
+		return
+	}
+	c.mib = min(c.mib+m, maxMiB)
+}
+
+// size is the chips' memory in bytes, 0 where not known.
+func (c *chipMemory) size() int64 {
+	if c.bad || c.chips == 0 {
+		return 0
+	}
+	return c.mib << 20
+}
+
+// busID reports whether s is a PCI bus id, 0000:C1:00.0.
+func busID(s string) bool {
+	if len(s) != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.' {
+		return false
+	}
+	for i, r := range s {
+		if i != 4 && i != 7 && i != 10 && !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // cellsOf is a table row's cells, trimmed: "| a | b |" is [a b].

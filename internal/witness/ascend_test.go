@@ -181,3 +181,49 @@ func TestNpuSMIAsked(t *testing.T) {
 		t.Errorf("NoUsage (-want +got):\n%s", diff)
 	}
 }
+
+// TestNpuSMIDeviceSize: the chips' HBM (or, with no HBM column, their
+// memory) that npu-smi info's chip table gives, summed, bounds what its
+// process table attributes to the serve's processes: exactly that is
+// believed, a MB more is not. A chip table with no header naming the
+// column leaves the fixed bound.
+func TestNpuSMIDeviceSize(t *testing.T) {
+	chips := "| NPU   Name           | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|\n" +
+		"| Chip                 | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |\n" +
+		"+======================+===============+====================================================+\n" +
+		"| 0     910ProB        | OK            | 78.4        33                0    / 0             |\n" +
+		"| 0                    | 0000:C1:00.0  | 0           1198 / 15137      30711/ 32768         |\n" +
+		"| 1     910ProB        | OK            | 78.4        33                0    / 0             |\n" +
+		"| 0                    | 0000:C2:00.0  | 0           1198 / 15137      30711/ 32768         |\n"
+	ddr := "| Chip                 | Bus-Id        | AICore(%)   Memory-Usage(MB)                       |\n" +
+		"| 0                    | 0000:C1:00.0  | 0           1198 / 15137                           |\n"
+	row := func(pid, mem string) string {
+		return fmt.Sprintf("| 0       0                 | %-13s | python                   | %-23s |\n", pid, mem)
+	}
+	tests := []struct {
+		name string
+		out  string
+		want Tool
+	}{
+		{"the chips' HBM exactly", chips + npuSMIHeader + row("10", "32768") + row("11", "32768"), Tool{Name: "npu-smi", Listed: true, Account: true, MemoryBytes: 65536 << 20}},
+		{"a MB past the chips' HBM", chips + npuSMIHeader + row("10", "32768") + row("11", "32769"),
+			Tool{Name: "npu-smi", Why: "attributes 65537 MiB to the serve's processes, past the 65536 MiB its chips hold (npu-smi info's HBM-Usage(MB)): not believed"}},
+		{"a process past all of it", chips + npuSMIHeader + row("10", "65537"),
+			Tool{Name: "npu-smi", Why: "attributes 65537 MiB to pid 10, past the 65536 MiB its chips hold (npu-smi info's HBM-Usage(MB)): not believed"}},
+		{"no HBM column: the chip's memory", ddr + npuSMIHeader + row("10", "15138"),
+			Tool{Name: "npu-smi", Why: "attributes 15138 MiB to pid 10, past the 15137 MiB its chips hold (npu-smi info's Memory-Usage(MB)): not believed"}},
+		{"no header: the fixed bound", "| 0                    | 0000:C1:00.0  | 0           1198 / 15137      30711/ 32768         |\n" + npuSMIHeader + row("10", "65537"),
+			Tool{Name: "npu-smi", Listed: true, Account: true, MemoryBytes: 65537 << 20}},
+		{"a chip's size not a number: the fixed bound", strings.Replace(chips, "30711/ 32768  ", "30711/ NA     ", 1) + npuSMIHeader + row("10", "65537"),
+			Tool{Name: "npu-smi", Listed: true, Account: true, MemoryBytes: 65537 << 20}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked string
+			got := npuSMIReader(tc.out, nil, &asked).npuSMI(context.Background(), []int{10, 11})
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Tool{}, "Procs")); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

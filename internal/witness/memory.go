@@ -1,8 +1,10 @@
 package witness
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
@@ -115,4 +117,59 @@ func cut(s string) string {
 		return string(r[:300]) + "..."
 	}
 	return s
+}
+
+// pastDevice refuses the tool's account where it attributes to one of the
+// serve's processes, or to all of them together, more than size bytes:
+// the memory its devices hold, as the tool itself gives it (from). The
+// table is then not believed, and says why (no account from this tool).
+// size 0 (the tool gave none) leaves the fixed bound, maxMiB, alone.
+func (t *Tool) pastDevice(size int64, devices, from string) {
+	if size <= 0 {
+		return
+	}
+	pids := make([]int, 0, len(t.Procs))
+	for pid := range t.Procs {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	why := ""
+	for _, pid := range pids {
+		if t.Procs[pid] > size {
+			why = fmt.Sprintf("attributes %d MiB to pid %d", t.Procs[pid]>>20, pid)
+			break
+		}
+	}
+	if why == "" && t.MemoryBytes > size {
+		why = fmt.Sprintf("attributes %d MiB to the serve's processes", t.MemoryBytes>>20)
+	}
+	if why != "" {
+		*t = Tool{Name: t.Name, Why: fmt.Sprintf("%s, past the %d MiB its %s hold (%s): not believed", why, size>>20, devices, from)}
+	}
+}
+
+// nvidiaSize is the memory all the GPUs nvidia-smi shows hold, in bytes
+// (--query-gpu=memory.total, MiB a GPU, summed: the compute apps' rows are
+// matched to the serve by pid alone, and a process may use several GPUs).
+// 0 where it gives none, or a row that is no size (a GPU's "[N/A]", a
+// figure past maxMiB): then maxMiB alone bounds the figures.
+func (r *Reader) nvidiaSize(ctx context.Context) int64 {
+	out, err := r.run(ctx, "nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits")
+	if err != nil {
+		return 0
+	}
+	var sum int64
+	rows := 0
+	for line := range strings.SplitSeq(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		m, err := strconv.ParseInt(line, 10, 64)
+		if rows++; err != nil || m <= 0 || m > maxMiB || rows > MaxToolRows {
+			return 0
+		}
+		sum = min(sum+m, maxMiB)
+	}
+	return sum << 20
 }

@@ -2,6 +2,7 @@ package witness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -116,5 +117,97 @@ func TestDeviceMemoryProcesses(t *testing.T) {
 	}
 	if got := MemoryLine(nil); got != "not read" {
 		t.Errorf("MemoryLine(nil) = %q", got)
+	}
+}
+
+// smiReader is a Reader of NVIDIA's classes whose nvidia-smi answers
+// apps to --query-compute-apps and gpus to --query-gpu=memory.total
+// (gpusErr instead, where set).
+func smiReader(root, apps, gpus string, gpusErr error) *Reader {
+	return &Reader{Proc: root, Devices: []string{"/dev/nvidia[0-9]*"}, CharDevice: devices(nil), Run: func(_ context.Context, name string, args ...string) ([]byte, error) {
+		switch strings.Join(args, " ") {
+		case "--query-compute-apps=pid,used_memory --format=csv,noheader,nounits":
+			return []byte(apps), nil
+		case "--query-gpu=memory.total --format=csv,noheader,nounits":
+			return []byte(gpus), gpusErr
+		}
+		return nil, fmt.Errorf("asked %s %v", name, args)
+	}}
+}
+
+// TestNvidiaSMIDeviceSize: a figure nvidia-smi gives the serve's
+// processes past the memory its GPUs hold (memory.total, summed over
+// them) is not believed: the sample is no account, and says why. Exactly
+// the devices' memory is believed.
+func TestNvidiaSMIDeviceSize(t *testing.T) {
+	root := t.TempDir()
+	writeProc(t, root, 10, fakeProc{fds: map[int]string{7: "/dev/nvidia0"}})
+	writeProc(t, root, 11, fakeProc{fds: map[int]string{7: "/dev/nvidia1"}})
+	tests := []struct {
+		name       string
+		apps, gpus string
+		gpusErr    error
+		want       route.MemorySample
+	}{
+		{"one process exactly the devices' memory", "10, 81559\n", "81559\n", nil,
+			route.MemorySample{Source: "nvidia-smi", Bytes: 81559 << 20, Processes: []route.ProcessMemory{{PID: 10, Bytes: 81559 << 20}}}},
+		{"one process a MiB past the device's memory", "10, 81560\n", "81559\n", nil,
+			route.MemorySample{Why: noMemKeys + "; nvidia-smi: attributes 81560 MiB to pid 10, past the 81559 MiB its GPUs hold (memory.total): not believed"}},
+		{"two GPUs: their sum bounds", "10, 81559\n10, 81559\n11, 1\n", "81559\n81559\n", nil,
+			route.MemorySample{Why: noMemKeys + "; nvidia-smi: attributes 163119 MiB to the serve's processes, past the 163118 MiB its GPUs hold (memory.total): not believed"}},
+		{"two GPUs: within their sum", "10, 81559\n10, 81558\n11, 1\n", "81559\n81559\n", nil,
+			route.MemorySample{Source: "nvidia-smi", Bytes: 163118 << 20, Processes: []route.ProcessMemory{{PID: 10, Bytes: 163117 << 20}, {PID: 11, Bytes: 1 << 20}}}},
+		{"a GPU's size not given: the fixed bound", "10, 900000\n", "81559\n[N/A]\n", nil,
+			route.MemorySample{Source: "nvidia-smi", Bytes: 900000 << 20, Processes: []route.ProcessMemory{{PID: 10, Bytes: 900000 << 20}}}},
+		{"sizes not read: the fixed bound", "10, 900000\n", "", errors.New("exit status 2"), route.MemorySample{Source: "nvidia-smi", Bytes: 900000 << 20, Processes: []route.ProcessMemory{{PID: 10, Bytes: 900000 << 20}}}},
+		{"a size past the fixed bound: the fixed bound", "10, 900000\n", fmt.Sprintf("%d\n", maxMiB+1), nil,
+			route.MemorySample{Source: "nvidia-smi", Bytes: 900000 << 20, Processes: []route.ProcessMemory{{PID: 10, Bytes: 900000 << 20}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := smiReader(root, tc.apps, tc.gpus, tc.gpusErr)
+			s := r.Sample(context.Background(), []int{10, 11})
+			if diff := cmp.Diff(tc.want, accountOf(s)); diff != "" {
+				t.Errorf("accountOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPastDevice pins the bound to the byte: a process's figure or the
+// sum of the serve's at the devices' size is believed, one byte more is
+// not; no size known leaves the figures as they are.
+func TestPastDevice(t *testing.T) {
+	tool := func(procs map[int]int64) Tool {
+		tl := Tool{Name: "x", Listed: true, Account: true, Procs: procs}
+		for _, b := range procs {
+			tl.MemoryBytes += b
+		}
+		return tl
+	}
+	tests := []struct {
+		name  string
+		procs map[int]int64
+		size  int64
+		why   string
+	}{
+		{"one process at the size", map[int]int64{3: 100 << 20}, 100 << 20, ""},
+		{"one process a byte past", map[int]int64{3: 100<<20 + 1}, 100 << 20, "attributes 100 MiB to pid 3, past the 100 MiB its devices hold (d): not believed"},
+		{"two at the size", map[int]int64{3: 50 << 20, 4: 50 << 20}, 100 << 20, ""},
+		{"two a byte past", map[int]int64{3: 50 << 20, 4: 50<<20 + 1}, 100 << 20, "attributes 100 MiB to the serve's processes, past the 100 MiB its devices hold (d): not believed"},
+		{"no size", map[int]int64{3: 100<<20 + 1}, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := tool(tc.procs)
+			want := tl
+			if tc.why != "" {
+				want = Tool{Name: "x", Why: tc.why}
+			}
+			tl.pastDevice(tc.size, "devices", "d")
+			if diff := cmp.Diff(want, tl); diff != "" {
+				t.Errorf("pastDevice (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -743,6 +743,9 @@ func (r *Reader) nvidiaSMI(ctx context.Context, pids []int) Tool {
 			t.addProc(pid, m<<20)
 		}
 	}
+	if t.Listed {
+		t.pastDevice(r.nvidiaSize(ctx), "GPUs", "memory.total")
+	}
 	return t
 }
 

@@ -217,22 +217,28 @@ func TestNvidiaSMI(t *testing.T) {
 		err   error
 		usage []route.Usage
 		none  []string
+		// the GPUs' size is asked only where the serve's pid is listed
+		sized bool
 	}{
-		{"the serve's pid listed", "10, 1024\n77, 5\n", nil, []route.Usage{{Source: "nvidia-smi", MemoryBytes: 1024 << 20}}, nil},
-		{"not listed", "77, 5\ngarbage\n", nil, []route.Usage{{Source: "nvidia-smi"}}, nil},
-		{"not installed", "", exec.ErrNotFound, nil, []string{"nvidia-smi: not installed (not on PATH)"}},
+		{"the serve's pid listed", "10, 1024\n77, 5\n", nil, []route.Usage{{Source: "nvidia-smi", MemoryBytes: 1024 << 20}}, nil, true},
+		{"not listed", "77, 5\ngarbage\n", nil, []route.Usage{{Source: "nvidia-smi"}}, nil, false},
+		{"not installed", "", exec.ErrNotFound, nil, []string{"nvidia-smi: not installed (not on PATH)"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var asked string
+			var asked []string
 			r := &Reader{Proc: root, Devices: []string{"/dev/nvidia[0-9]*"}, CharDevice: devices(nil), Run: func(_ context.Context, name string, args ...string) ([]byte, error) {
-				asked = name + " " + strings.Join(args, " ")
+				asked = append(asked, name+" "+strings.Join(args, " "))
 				return []byte(tc.out), tc.err
 			}}
 			s := r.Sample(context.Background(), []int{10})
 			w := r.Witness(s, s, false)
-			if asked != "nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits" {
-				t.Errorf("asked %q", asked)
+			want := []string{"nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits"}
+			if tc.sized {
+				want = append(want, "nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits")
+			}
+			if diff := cmp.Diff(want, asked); diff != "" {
+				t.Errorf("asked (-want +got):\n%s", diff)
 			}
 			// the fdinfo without stats is said first
 			if diff := cmp.Diff(tc.usage, w.Usage); diff != "" {

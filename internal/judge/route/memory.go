@@ -64,8 +64,9 @@ type ProcessMemory struct {
 // Qwen2.5-7B (152064 x 3584 of 7.6 B), 7.6% of Qwen3-8B (151936 x 4096
 // of 8.2 B), under 2% of Mistral-7B. 10% covers these; what the serve
 // allocates beside its weights (its KV cache, compute buffers, the
-// driver's context: 0.3 to 0.5 GiB of CUDA context alone; vLLM takes
-// gpu_memory_utilization, 0.9 of the device, at start) only adds. A
+// driver's context; Ollama plans 457 MiB a CUDA GPU beside them, and a
+// vLLM worker takes gpu_memory_utilization, 0.9 of the device by
+// default, at start: docs/presets.md cites the sources) only adds. A
 // partial offload that leaves less than the margin on the host, with
 // buffers making up the rest, is not told from a whole one: the log's
 // count decides that.
