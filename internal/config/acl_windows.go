@@ -108,7 +108,7 @@ func readSecurity(path string) (security, error) {
 		case sidOwnerRights:
 			sid = s.owner
 		}
-		s.grants = append(s.grants, grant{sid, ace.Mask})
+		s.grants = append(s.grants, grant{sid, uint32(ace.Mask)})
 	}
 	return s, nil
 }
