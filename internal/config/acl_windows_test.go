@@ -111,18 +111,3 @@ func TestTokenFileACL(t *testing.T) {
 		t.Errorf("exposed(a token file of this user's alone) = %q", why)
 	}
 }
-
-// TestSensorACL: a sensor file of this user's is one the serve (this
-// user) could set; one of SYSTEM's that only SYSTEM may write, in
-// directories that only SYSTEM may change, is not, but for the
-// directories above, the machine's.
-func TestSensorACL(t *testing.T) {
-	dir := privateTemp(t)
-	file := filepath.Join(dir, "energy")
-	if err := os.WriteFile(file, []byte("1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if why := SensorWritableBy(file, 0); !strings.Contains(why, "the serve's user") {
-		t.Errorf("SensorWritableBy(a file of this user's) = %q; want the serve's user named", why)
-	}
-}
