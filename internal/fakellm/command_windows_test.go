@@ -371,3 +371,15 @@ func TestCloseStdio(t *testing.T) {
 		t.Errorf("health %d after closing the standard handles, want 200", resp.StatusCode)
 	}
 }
+
+// TestIgnoreBreakHandler: the handler --ignore-term adds takes
+// CTRL_BREAK_EVENT (returns TRUE: no handler after it, Go's included, sees
+// it) and passes CTRL_C_EVENT and the console's close on (FALSE), the
+// part of TestIgnoreBreak that needs no console.
+func TestIgnoreBreakHandler(t *testing.T) {
+	for event, want := range map[uintptr]uintptr{windows.CTRL_BREAK_EVENT: 1, windows.CTRL_C_EVENT: 0, windows.CTRL_CLOSE_EVENT: 0} {
+		if got, _, _ := syscall.SyscallN(ignoreBreak, event); got != want {
+			t.Errorf("the handler's answer to event %d = %d, want %d", event, got, want)
+		}
+	}
+}
