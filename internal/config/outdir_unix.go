@@ -11,6 +11,10 @@ import (
 	"syscall"
 )
 
+// privateDirAdvice says what --out to pass instead of one CheckPrivateDir
+// refused.
+const privateDirAdvice = "pass a directory that only you (or root) can write, under directories that only you or root can write or that carry the sticky bit, such as one in $RUNNER_TEMP"
+
 // CheckPrivateDir says why another user could change what is written in
 // dir, or nil. Every directory from dir up to /, along the path as given
 // and along the one it leads to, must belong to this user or root and be

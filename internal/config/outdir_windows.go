@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// privateDirAdvice says what --out to pass instead of one CheckPrivateDir
+// refused.
+const privateDirAdvice = "pass a directory that only you (or SYSTEM or Administrators) can write, under directories whose ACLs let no other account remove or replace what they hold, such as one in $RUNNER_TEMP or %LOCALAPPDATA%"
+
 // CheckPrivateDir says why another user could change what is written in
 // dir, or nil: on Windows, every directory from dir up to its volume's
 // root, along the path as given and along the one it leads to, must belong
