@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 )
 
@@ -28,7 +26,7 @@ func TestRunInActions(t *testing.T) {
 	// The gate hides this process from the serve (PR_SET_DUMPABLE 0: its
 	// /proc files become root's); the scripts' listen and stranger are this
 	// process too, and the gates they run must see it again.
-	t.Cleanup(func() { unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0) })
+	t.Cleanup(makeDumpable)
 	dir := t.TempDir()
 	const head = "1111111111111111111111111111111111111111"
 	gh := fakegithub.New("ghs_fake")

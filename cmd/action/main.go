@@ -16,8 +16,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	// The supervisor runs from its init, before the packages it does not use.
 	_ "github.com/npu-serve-smoke/npu-serve-smoke/internal/supervise/early"
 )
@@ -32,7 +30,7 @@ func main() {
 // cancelled.
 func mainCode() int {
 	if err := hideTokenCommand(os.Args[1:]); err != nil {
-		fmt.Fprintf(os.Stderr, "npu-serve-smoke: hiding the environment from other processes of this user (prctl PR_SET_DUMPABLE): %v\n", err)
+		fmt.Fprintf(os.Stderr, "npu-serve-smoke: hiding the environment from other processes of this user (%s): %v\n", hideHow, err)
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -40,22 +38,24 @@ func mainCode() int {
 	return run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 }
 
-// hideTokenCommand makes this process not dumpable (prctl
-// PR_SET_DUMPABLE 0) when args name a command that holds the token (run,
-// record, publish, report), from its start: its /proc/PID/environ and
-// memory are then root's alone. Any process of this user reads them
-// otherwise: one a serve left behind, or the serve of another job on the
-// same runner machine (runners of one user), which read publish's and
-// report's environment, and the gate's until it started its serve. The
-// simulated serve stays dumpable (the witness reads a serve's /proc), and
-// so do judge and demo, which hold none.
+// hideTokenCommand hides this process's environment and memory from the
+// other processes of its user (hideProcess: on Linux not dumpable, prctl
+// PR_SET_DUMPABLE 0, so /proc/PID/environ and memory are root's alone; on
+// Windows a process DACL that gives them no memory access) when args name
+// a command that holds the token (run, record, publish, report), from its
+// start. Any process of this user reads them otherwise: one a serve left
+// behind, or the serve of another job on the same runner machine (runners
+// of one user), which read publish's and report's environment, and the
+// gate's until it started its serve. The simulated serve stays readable
+// (the witness reads a serve's memory maps), and so do judge and demo,
+// which hold none.
 func hideTokenCommand(args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
 	switch args[0] {
 	case "run", "record", "publish", "report":
-		return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+		return hideProcess()
 	}
 	return nil
 }

@@ -19,7 +19,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/rogpeppe/go-internal/testscript"
-	"golang.org/x/sys/unix"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakegithub"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/scripttest"
@@ -67,8 +66,8 @@ func TestScripts(t *testing.T) {
 // them all the same, so only this says it there.
 func needDumpable(t *testing.T) {
 	t.Helper()
-	if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err != nil || d != 1 {
-		t.Fatalf("this test process is not dumpable (prctl PR_GET_DUMPABLE = %d, %v): a test before ran a gate here that started a serve and did not make it dumpable again (TestRunInActions does, in its cleanup)", d, err)
+	if d, err := dumpable(); err != nil || !d {
+		t.Fatalf("this test process is not dumpable (dumpable %v, %v): a test before ran a gate here that started a serve and did not make it dumpable again (TestRunInActions does, in its cleanup)", d, err)
 	}
 }
 

@@ -576,7 +576,7 @@ func checkOut(dir string) error {
 		return fmt.Errorf("--out %s cannot be created (%v); pass a directory you can write", dir, unwrapPath(err))
 	}
 	if err := CheckPrivateDir(dir); err != nil {
-		return fmt.Errorf("--out %s: %v; pass a directory that only you (or root) can write, under directories that only you or root can write or that carry the sticky bit, such as one in $RUNNER_TEMP", dir, err)
+		return fmt.Errorf("--out %s: %v; %s", dir, err, privateDirAdvice)
 	}
 	f, err := os.CreateTemp(dir, ".write-check-*")
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -108,9 +107,7 @@ func TestCheckBad(t *testing.T) {
 	// A FIFO no one writes: opened for reading the way a file is, it
 	// blocks for ever.
 	fifo := filepath.Join(t.TempDir(), "prompts.fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, fifo)
 
 	tests := []struct {
 		name string

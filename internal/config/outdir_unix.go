@@ -1,4 +1,4 @@
-//go:build !windows
+//go:build unix
 
 package config
 
@@ -10,6 +10,10 @@ import (
 	"strconv"
 	"syscall"
 )
+
+// privateDirAdvice says what --out to pass instead of one CheckPrivateDir
+// refused.
+const privateDirAdvice = "pass a directory that only you (or root) can write, under directories that only you or root can write or that carry the sticky bit, such as one in $RUNNER_TEMP"
 
 // CheckPrivateDir says why another user could change what is written in
 // dir, or nil. Every directory from dir up to /, along the path as given

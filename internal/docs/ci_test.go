@@ -1,3 +1,7 @@
+//go:build unix
+
+// The CI user set-up .ci/run makes as root: Linux's.
+
 package docs
 
 import (

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -35,7 +34,8 @@ var profiles = map[string]struct {
 // Command runs the simulated serve as a program: `fakellm --port N [flags]`.
 // It is the serve the demo and the end-to-end tests start; it prints its log
 // to stdout and stops on SIGTERM or SIGINT (unless told to ignore TERM, as a
-// serve with a stream open does).
+// serve with a stream open does); on Windows on CTRL_BREAK_EVENT or
+// CTRL_C_EVENT (unless told to ignore the break).
 func Command(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "gguf" {
 		return ggufCommand(args[1:], stderr)
@@ -48,13 +48,15 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		rates       = fs.String("rate", "", "decode rate in tok/s, one figure or one a request: 70,70,1.9 (default by route: fast 90, slow 6)")
 		firstMS     = fs.Float64("first-token-ms", -1, "delay before the first token (default by route: fast 250, slow 1063)")
 		exitAtStart = fs.Int("exit-at-start", 0, "print a fatal line and exit with this status at start")
-		ignoreTerm  = fs.Bool("ignore-term", false, "ignore SIGTERM (a serve that will not stop)")
-		detach      = fs.Bool("spawn-detached", false, "start a helper in a session of its own that sleeps, as a serve's helper might")
+		ignoreTerm  = fs.Bool("ignore-term", false, "ignore SIGTERM (a serve that will not stop; Windows: ignore CTRL_BREAK_EVENT)")
+		detach      = fs.Bool("spawn-detached", false, "start a helper in a session of its own that sleeps, as a serve's helper might (Windows: in a process group of its own)")
+		breakaway   = fs.Bool("spawn-breakaway", false, "start a helper that sleeps in a session of its own and print its pid (Windows: in a process group of its own, asking to break away from the job with CREATE_BREAKAWAY_FROM_JOB, started in the job when that is refused)")
+		helperOf    = fs.String("helper-of", "", "be the helper of this model that --spawn-detached starts on Windows: sleep 10 minutes, then exit")
 		closeStdio  = fs.Bool("close-stdio", false, "close stdin, stdout and stderr once listening")
-		unlock      = fs.Bool("unlock-inherited", false, "at start, flock(LOCK_UN) every regular file it inherited from fd 3 on (a device ticket's lock, if it has one), as a hostile serve can")
-		stopParent  = fs.Bool("stop-parent", false, "once listening, stop its parent with SIGSTOP (its supervisor), as a hostile serve can")
+		unlock      = fs.Bool("unlock-inherited", false, "at start, flock(LOCK_UN) every regular file it inherited from fd 3 on (a device ticket's lock, if it has one), as a hostile serve can (Windows: UnlockFileEx on every file handle it inherited)")
+		stopParent  = fs.Bool("stop-parent", false, "once listening, stop its parent with SIGSTOP (its supervisor), as a hostile serve can (Windows: NtSuspendProcess)")
 		holdDevice  = fs.String("hold-device", "", "open this path at start and hold it open, as a serve holds its device node")
-		mapLibrary  = fs.String("map-library", "", "map this file at start and keep it mapped, as a serve maps its backend library")
+		mapLibrary  = fs.String("map-library", "", "map this file at start and keep it mapped, as a serve maps its backend library (Windows: load this DLL, LoadLibraryEx)")
 		deviceMiB   = fs.Int64("device-mib", 0, "with --device-account: the device memory (MiB) the device's own account attributes to this process")
 		account     = fs.String("device-account", "", "write this process's row of nvidia-smi's compute apps (\"PID, MIB\", --device-mib) to DIR/PID at start, for a fake nvidia-smi to list; removed at exit")
 	)
@@ -161,6 +163,10 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		}()
 	}
 
+	if *helperOf != "" {
+		time.Sleep(helperSleep)
+		return 0
+	}
 	if *exitAtStart != 0 {
 		fmt.Fprintf(stdout, "fakellm: loading model %s\nfakellm: fatal: no accelerator found (/dev/accel/accel0: no such file or directory)\n", opt.Model)
 		return *exitAtStart
@@ -195,19 +201,13 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		defer remove()
 		fmt.Fprintf(stdout, "fakellm: %d MiB of device memory in the device's account\n", *deviceMiB)
 	}
-	if *detach {
-		if err := spawnDetached(opt.Model); err != nil {
+	if *detach || *breakaway {
+		if err := spawnDetached(opt.Model, args, *breakaway, stdout); err != nil {
 			fmt.Fprintf(stderr, "fakellm: spawn: %v\n", err)
 			return 1
 		}
 	}
-	sigs := []os.Signal{syscall.SIGINT}
-	if *ignoreTerm {
-		signal.Ignore(syscall.SIGTERM)
-	} else {
-		sigs = append(sigs, syscall.SIGTERM)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals(*ignoreTerm)...)
 	defer stop()
 
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
@@ -222,25 +222,18 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "fakellm: listening on %s\n", ln.Addr())
 	if *stopParent {
-		ppid := os.Getppid()
-		fmt.Fprintf(stdout, "fakellm: stopping its parent, pid %d (SIGSTOP)\n", ppid)
-		syscall.Kill(ppid, syscall.SIGSTOP)
+		stopParentProcess(stdout)
 	}
 	if *closeStdio {
 		// As a daemon does: close stdin, stdout and stderr, and put
-		// /dev/null in their place, so no socket takes their numbers.
+		// the null device in their place, so nothing else takes them.
 		fmt.Fprintf(stdout, "fakellm: closing stdin, stdout and stderr\n")
 		handler.logMu.Lock()
 		handler.opt.Log = io.Discard
 		handler.logMu.Unlock()
 		stdout = io.Discard
-		for fd := range 3 {
-			syscall.Close(fd)
-		}
-		for range 3 {
-			if _, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
-				return 1
-			}
+		if err := closeStdioFiles(); err != nil {
+			return 1
 		}
 	}
 	go func() {
@@ -258,54 +251,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// unlockInherited unlocks (flock LOCK_UN) each file of a path open from fd
-// 3 up, and says which: a lock taken through a shared open file is dropped
-// for every process that shares it. (The runtime's own descriptors, pidfds
-// and the like, have no path.)
-func unlockInherited(log io.Writer) {
-	n := 0
-	for fd := 3; fd < 256; fd++ {
-		var st syscall.Stat_t
-		path, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
-		if err != nil || !strings.HasPrefix(path, "/") || syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-			continue
-		}
-		if err := syscall.Flock(fd, syscall.LOCK_UN); err == nil {
-			fmt.Fprintf(log, "fakellm: unlocked fd %d (%s)\n", fd, path)
-			n++
-		}
-	}
-	fmt.Fprintf(log, "fakellm: %d open file(s) unlocked\n", n)
-}
-
-// spawnDetached starts a shell that sleeps in a session of its own, the way
-// a serve's helper escapes its parent's process group. Its command line
-// names the model, so tests can look for it.
-func spawnDetached(model string) error {
-	attr := &os.ProcAttr{Files: []*os.File{nil, nil, nil}, Sys: &syscall.SysProcAttr{Setsid: true}}
-	p, err := os.StartProcess("/bin/sh", []string{"sh", "-c", "sleep 600; : helper of " + model}, attr)
-	if err != nil {
-		return err
-	}
-	return p.Release()
-}
-
-// mapFile maps the first page of a file executable and keeps it mapped,
-// as the dynamic loader maps a library's code, populated, as running the
-// code faults it in: the witnesses count a backend only as an executable
-// mapping that holds a page of its file.
-func mapFile(file string) (unmap func(), err error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := syscall.Mmap(int(f.Fd()), 0, os.Getpagesize(), syscall.PROT_READ|syscall.PROT_EXEC, syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
-	if err != nil {
-		return nil, err
-	}
-	return func() { syscall.Munmap(b) }, nil
-}
+// helperSleep is how long the helper --spawn-detached starts sleeps.
+const helperSleep = 600 * time.Second
 
 // parseDecay reads --rate-decay TO,TAU: a rate from 0 and a time constant
 // above 0, both finite.

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -34,3 +36,12 @@ func TestHideTokenCommands(t *testing.T) {
 		}
 	}
 }
+
+// dumpable says whether this process is dumpable (prctl PR_GET_DUMPABLE).
+func dumpable() (bool, error) {
+	d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+	return d == 1, err
+}
+
+// makeDumpable makes this process dumpable again.
+func makeDumpable() { unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0) }
