@@ -3,6 +3,7 @@ package witness
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/fakellm"
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/judge/route"
+	"github.com/npu-serve-smoke/npu-serve-smoke/internal/wintest"
 )
 
 // tensor is one tensor info of a GGUF the tests write.
@@ -118,7 +120,7 @@ var q4km = []tensor{
 const q4kmBytes = 9437184 + 107520000 + 16384 + 65536
 
 func TestWeightsGGUF(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	file := func(name string, g gguf) string {
 		p := filepath.Join(dir, name)
 		g.write(t, p)
@@ -191,7 +193,7 @@ func TestWeightsGGUF(t *testing.T) {
 			os.WriteFile(p, []byte("hello"), 0o644)
 			return []string{"llama-server", "-m", p}
 		}, 0, "", "not a GGUF file"},
-		{"no such file", func() []string { return []string{"llama-server", "-m", filepath.Join(dir, "gone.gguf")} }, 0, "", `gone.gguf": no such file or directory`},
+		{"no such file", func() []string { return []string{"llama-server", "-m", filepath.Join(dir, "gone.gguf")} }, 0, "", `gone.gguf": ` + notFound(t)},
 		{"no model named (Ollama)", func() []string { return []string{"env", "OLLAMA_HOST=x", "ollama", "serve"} }, 0, "", "the serve command names no model file"},
 		{"a directory with no safetensors", func() []string { return []string{"vllm", "serve", dir + "/none"} }, 0, "", "a directory with no *.safetensors file"},
 	}
@@ -210,7 +212,7 @@ func TestWeightsGGUF(t *testing.T) {
 // them -00001-of-00003.gguf) is the weights of every split; one missing
 // is not sized.
 func TestWeightsSplits(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	for i, n := range []int64{16384, 9437184} {
 		tn := q4km[2-2*i]
 		tn.offset = 0
@@ -222,7 +224,7 @@ func TestWeightsSplits(t *testing.T) {
 	}
 	os.Remove(filepath.Join(dir, "m-00002-of-00002.gguf"))
 	m = Weights([]string{"llama-server", "-m", filepath.Join(dir, "m-00001-of-00002.gguf")})
-	if !strings.Contains(m.NoWeights, `"m-00002-of-00002.gguf": no such file or directory`) {
+	if !strings.Contains(m.NoWeights, `"m-00002-of-00002.gguf": `+notFound(t)) {
 		t.Errorf("Weights of a split missing = %+v", m)
 	}
 }
@@ -243,7 +245,7 @@ func writeSafetensors(t *testing.T, path string, hdr any, data int64) {
 }
 
 func TestWeightsSafetensors(t *testing.T) {
-	dir := t.TempDir()
+	dir := wintest.TempDir(t)
 	model := filepath.Join(dir, "Qwen3-0.6B")
 	os.Mkdir(model, 0o755)
 	writeSafetensors(t, filepath.Join(model, "model-00001-of-00002.safetensors"), map[string]any{
@@ -300,7 +302,7 @@ func TestWeightsSafetensors(t *testing.T) {
 // TestSimulatedModel: the simulated serve's model file (fakellm gguf) is
 // sized as written, a GiB of weights in a sparse file.
 func TestSimulatedModel(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "sim.gguf")
+	p := filepath.Join(wintest.TempDir(t), "sim.gguf")
 	if err := fakellm.WriteGGUF(p, 2<<30+5); err != nil {
 		t.Fatal(err)
 	}
@@ -308,4 +310,14 @@ func TestSimulatedModel(t *testing.T) {
 	if diff := cmp.Diff(want, Weights([]string{"fakellm", "--model", p})); diff != "" {
 		t.Errorf("Weights (-want +got):\n%s", diff)
 	}
+}
+
+// notFound is the system's own words for a file that is not there ("no
+// such file or directory" on Linux).
+func notFound(t *testing.T) string {
+	_, err := os.Open(filepath.Join(wintest.TempDir(t), "not-here"))
+	if err == nil {
+		t.Fatal("a file that is not there opened")
+	}
+	return errors.Unwrap(err).Error()
 }
