@@ -7,5 +7,5 @@ import "errors"
 // SystemEMI lists the platform's energy meters: the Energy Meter
 // Interface is Windows's; Linux's meters are hwmon and RAPL.
 func SystemEMI() ([]EMIDevice, error) {
-	return nil, errors.New("Windows's (emi.h), not this OS's: read hwmon or rapl")
+	return nil, errors.New("the Energy Meter Interface (emi.h) is Windows's, not this OS's: read hwmon or rapl")
 }

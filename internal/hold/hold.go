@@ -80,22 +80,6 @@ const (
 // MaxDevices is the most devices one ticket holds (--count).
 const MaxDevices = maxDevices
 
-// clean makes facts read from a file anyone could have written safe to
-// print: no control characters (so no escape sequence, no line break and no
-// workflow command of a line of its own), and bounded lengths.
-func (f *Facts) clean() {
-	f.Device = clip(f.Device, maxName)
-	f.User = clip(f.User, maxName)
-	f.Command = clip(f.Command, maxShown)
-	f.RunURL = clip(f.RunURL, maxShown)
-	if len(f.Devices) > maxDevices {
-		f.Devices = f.Devices[:maxDevices]
-	}
-	for i, d := range f.Devices {
-		f.Devices[i] = clip(d, maxName)
-	}
-}
-
 // clip is s escaped for the console and cut to n characters, with an
 // ellipsis where it was cut.
 func clip(s string, n int) string {

@@ -174,11 +174,6 @@ func (s *portSet) take(port int) bool {
 	return true
 }
 
-func readFile(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
-}
-
 // PortInUseError is a port something else already listens on.
 type PortInUseError struct {
 	Port    int

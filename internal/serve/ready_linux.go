@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -188,4 +189,9 @@ func (p *Process) serves(pid int) bool {
 		pid = pr.PPID
 	}
 	return false
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }

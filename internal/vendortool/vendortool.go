@@ -34,8 +34,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/npu-serve-smoke/npu-serve-smoke/internal/serveenv"
 )
@@ -137,37 +135,4 @@ func (t Tool) Command(ctx context.Context, args ...string) *exec.Cmd {
 		cmd.Env = []string{} // nil would be the gate's own
 	}
 	return cmd
-}
-
-// outside reports whether a file owned by uid is owned outside this user
-// namespace, by a user no process in it can be: in one, every owner
-// uidMap (/proc/self/uid_map) does not map shows as the overflow uid
-// (/proc/sys/kernel/overflowuid), as the driver's files mounted into a
-// container of its own user namespace show (Kubernetes hostUsers:
-// false). Where uidMap maps the overflow uid itself, a user inside is
-// that uid too, and a file of it is that user's.
-func outside(uid uint32, uidMap, overflow string) bool {
-	o, err := strconv.ParseUint(strings.TrimSpace(overflow), 10, 32)
-	if err != nil {
-		o = 65534
-	}
-	if uint64(uid) != o {
-		return false
-	}
-	lines := strings.Split(strings.TrimSpace(uidMap), "\n")
-	if len(lines) == 0 || strings.TrimSpace(uidMap) == "" {
-		return false
-	}
-	for _, line := range lines {
-		f := strings.Fields(line)
-		if len(f) != 3 {
-			return false
-		}
-		in, err1 := strconv.ParseUint(f[0], 10, 32)
-		n, err2 := strconv.ParseUint(f[2], 10, 33)
-		if err1 != nil || err2 != nil || o >= in && o-in < n {
-			return false // mapped, or unreadable: a user inside may be it
-		}
-	}
-	return true
 }

@@ -67,11 +67,11 @@ const (
 
 // adapterInfo is D3DKMT_ADAPTERINFO.
 type adapterInfo struct {
-	hAdapter     uint32
-	luidLow      uint32
-	luidHigh     int32
-	numOfSources uint32
-	precise      int32
+	hAdapter uint32
+	luidLow  uint32
+	luidHigh int32
+	_        uint32 // NumOfSources
+	_        int32  // bPrecisePresentRegionsPreferred
 }
 
 // enumAdapters2 is D3DKMT_ENUMADAPTERS2.
