@@ -97,24 +97,3 @@ func (s securityInfo) changeable(me string, near bool) string {
 	}
 	return ""
 }
-
-// The rights that read a file's data: FILE_READ_DATA, GENERIC_READ,
-// GENERIC_ALL.
-const (
-	fileReadData = 0x1
-	genericRead  = 0x80000000
-	readData     = fileReadData | genericRead | genericAll
-)
-
-// readable says which group of every user may read the file, or "".
-func (s securityInfo) readable() string {
-	if s.noDACL {
-		return "has no ACL, which lets every user read it"
-	}
-	for _, e := range s.allow {
-		if e.mask&readData != 0 && slices.Contains(everyUser, e.sid) {
-			return fmt.Sprintf("its ACL lets %s read it (access mask %#x)", e.sid, e.mask)
-		}
-	}
-	return ""
-}
