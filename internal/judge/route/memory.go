@@ -143,8 +143,12 @@ func (m *Memory) account(s MemorySample) (string, string) {
 }
 
 // weigh weighs the device's account against the verdict the log and the
-// other witnesses gave (a).
-func (m *Memory) weigh(a Verdict, ev Evidence) Verdict {
+// other witnesses gave (a). idle is what the sources that read the
+// engines' time said where none of them saw any while the judged replies
+// decoded ("" where one did, or none read it): memory held is not memory
+// used, and a serve computing on the CPU can hold the weights' size on the
+// device all the same.
+func (m *Memory) weigh(a Verdict, ev Evidence, idle string) Verdict {
 	if m == nil {
 		return a
 	}
@@ -160,6 +164,10 @@ func (m *Memory) weigh(a Verdict, ev Evidence) Verdict {
 	s, _ := m.onDevice()
 	names, text := m.account(s)
 	fast := names == RouteFast
+	if neither && fast && !a.OK && idle != "" {
+		a.Detail = "the device's own account holds the weights (" + text + "), but its engines did no work while the judged replies decoded (" + idle + "): memory held is not memory used, and the serve log names neither route; " + a.Detail
+		return a
+	}
 	if neither && fast && !a.OK {
 		a.OK = true
 		a.Detail = "the device's own account names the fast route where the serve log names neither: " + text + "; " + a.Detail

@@ -142,7 +142,7 @@ func JudgeWitnessed(ev Evidence, w *Witness) Verdict {
 		return Judge(ev)
 	}
 	ev = w.Account.fold(ev)
-	return w.Memory.weigh(w.weigh(Judge(ev), ev), ev)
+	return w.Memory.weigh(w.weigh(Judge(ev), ev), ev, w.idle())
 }
 
 // fold puts the serve's account among the log's matches, as a line of its
@@ -225,6 +225,23 @@ func (w *Witness) used() bool {
 		}
 	}
 	return false
+}
+
+// idle says what the sources that read the engines' time over the judged
+// replies saw, where none of them saw any: "engine busy 0 ms of 2.1 s
+// decoding (fdinfo)"; "" where one saw some, or none read it.
+func (w *Witness) idle() string {
+	var saw []string
+	for _, u := range w.Usage {
+		if u.SpanNS <= 0 {
+			continue
+		}
+		if u.EngineNS > 0 {
+			return ""
+		}
+		saw = append(saw, u.text())
+	}
+	return someSep(saw, maxListed, "; ")
 }
 
 // seen says what the witnesses saw, in one clause: "the serve's processes
