@@ -143,12 +143,12 @@ func (m *Memory) account(s MemorySample) (string, string) {
 }
 
 // weigh weighs the device's account against the verdict the log and the
-// other witnesses gave (a). idle is what the sources that read the
-// engines' time said where none of them saw any while the judged replies
-// decoded ("" where one did, or none read it): memory held is not memory
-// used, and a serve computing on the CPU can hold the weights' size on the
-// device all the same.
-func (m *Memory) weigh(a Verdict, ev Evidence, idle string) Verdict {
+// other witnesses gave (a). noFast says why the account names no fast
+// route for this run ("" where it may: Witness.noFast): memory held is
+// not memory used, and a serve computing on the CPU, or a preset's slow
+// route on the same device, can hold the weights' size there all the
+// same.
+func (m *Memory) weigh(a Verdict, ev Evidence, noFast string) Verdict {
 	if m == nil {
 		return a
 	}
@@ -164,8 +164,8 @@ func (m *Memory) weigh(a Verdict, ev Evidence, idle string) Verdict {
 	s, _ := m.onDevice()
 	names, text := m.account(s)
 	fast := names == RouteFast
-	if neither && fast && !a.OK && idle != "" {
-		a.Detail = "the device's own account holds the weights (" + text + "), but its engines did no work while the judged replies decoded (" + idle + "): memory held is not memory used, and the serve log names neither route; " + a.Detail
+	if neither && fast && !a.OK && noFast != "" {
+		a.Detail = "the device's own account holds the weights (" + text + "), but " + noFast + "; " + a.Detail
 		return a
 	}
 	if neither && fast && !a.OK {

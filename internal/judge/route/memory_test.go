@@ -221,3 +221,27 @@ func TestMemoryIdleEngines(t *testing.T) {
 		})
 	}
 }
+
+// TestMemorySlowOnDevice: where the preset's slow route holds all of the
+// weights on the same device (vLLM's eager mode), the device's memory
+// names no fast route; it still takes a PASS away.
+func TestMemorySlowOnDevice(t *testing.T) {
+	neitherEv := Evidence{FastPatterns: []string{"f"}, SlowPatterns: []string{"s"}, Lines: 2}
+	fastEv := Evidence{Fast: &Match{Line: 3, Text: fastLine, Pattern: "p"}, Lines: 5}
+	eager := func(m *Memory) *Witness {
+		w := held(m)
+		w.SlowOnDevice = "eager mode runs on the same GPU"
+		return w
+	}
+	v := JudgeWitnessed(neitherEv, eager(weights(100*gib, smi(100*gib))))
+	want := "the device's own account holds the weights (100.0 of 100.0 GiB of the model's weights on the device (nvidia-smi: 100.0 GiB over 1 process; the weights: m.gguf: GGUF tensor data)), but the serve's slow route holds them on the device too (eager mode runs on the same GPU): the device's memory names no fast route for it; the serve log names neither route"
+	if v.OK || !strings.HasPrefix(v.Detail, want) {
+		t.Errorf("all of the weights, the slow route on the device: ok %v, detail\n%s\nwant not ok, detail starting\n%s", v.OK, v.Detail, want)
+	}
+	if v := JudgeWitnessed(fastEv, eager(weights(100*gib, smi(10*gib)))); v.OK || !strings.Contains(v.Detail, "the log and the device disagree") {
+		t.Errorf("the fast route's words, a tenth on the device: ok %v, detail %s; want a FAIL naming both", v.OK, v.Detail)
+	}
+	if v := JudgeWitnessed(fastEv, eager(weights(100*gib, smi(100*gib)))); !v.OK || !strings.Contains(v.Detail, "the device's own account agrees") {
+		t.Errorf("the fast route's words, all on the device: ok %v, detail %s; want a PASS, the account agreeing", v.OK, v.Detail)
+	}
+}
