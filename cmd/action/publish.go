@@ -229,5 +229,5 @@ func trustedInput(c *config.Config) []string {
 // puts them into a run read from an artifact.
 func trustedOf(c *config.Config) evidence.Trusted {
 	return evidence.Trusted{Load: c.LoadLimits(), Witness: c.Witness == "on",
-		Devices: c.WitnessDevices, Libraries: c.WitnessLibraries, Binary: c.WitnessBinary}
+		Devices: c.WitnessDevices, Libraries: c.WitnessLibraries, Binary: c.WitnessBinary, SlowOnDevice: c.WitnessSlowOnDevice}
 }

@@ -73,6 +73,10 @@ type Config struct {
 	// use of the device names the fast route where the log is silent (the
 	// preset says so).
 	WitnessBinary bool
+	// WitnessSlowOnDevice says why the serve's slow route holds the
+	// weights on the same device, so its memory names no fast route (the
+	// preset says so); "" where memory may.
+	WitnessSlowOnDevice string
 	// WitnessAccount is the serve's own account of its placement the
 	// preset names ("ollama": /api/ps; "vllm": /metrics); "" for none.
 	WitnessAccount  string

@@ -424,6 +424,11 @@ func TestApplyPresetWitnesses(t *testing.T) {
 		if c.WitnessAccount != account {
 			t.Errorf("ApplyPreset(%s): account %q, want %q", preset, c.WitnessAccount, account)
 		}
+		// vLLM's slow route, eager mode, holds its weights on the same
+		// device: its memory names no fast route
+		if eager := preset != "llama.cpp"; (c.WitnessSlowOnDevice != "") != eager {
+			t.Errorf("ApplyPreset(%s): slow route on the device %q, want it said: %v", preset, c.WitnessSlowOnDevice, eager)
+		}
 	}
 	c = Default()
 	c.Preset = "ollama"

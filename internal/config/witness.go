@@ -14,6 +14,10 @@ type Witnesses struct {
 	Devices   []string // globs of device node paths
 	Libraries []string // globs of library file names
 	Binary    bool
+	// SlowOnDevice says why the serve's slow route holds all of the
+	// weights on the same device as its fast route, so that the device's
+	// memory names no fast route (route.Witness.SlowOnDevice).
+	SlowOnDevice string
 	// Account names the serve's own account of its placement, read after
 	// the warm-up (witness.AccountOllama, witness.AccountVLLM); "" for none.
 	Account string
@@ -38,6 +42,12 @@ var llamaBackends = []string{
 	"libcuda.so*", "libamdhip64.so*", "libascendcl.so*",
 }
 
+// vllmEager is why vLLM's device memory names no fast route: its slow
+// route is eager mode, on the same device, every weight there (and its
+// worker takes gpu_memory_utilization of the device at start, whatever
+// the mode: docs/presets.md#device-memory-against-the-models-weights).
+const vllmEager = "vLLM's slow route, eager mode, runs on the same device with all of its weights there"
+
 // PresetWitnesses are the presets' witnesses, by preset name. A preset
 // not here has none known: its route is not witnessed, and says so.
 var PresetWitnesses = map[string]Witnesses{
@@ -47,9 +57,10 @@ var PresetWitnesses = map[string]Witnesses{
 	// vLLM on CUDA: torch's CUDA runtime over the NVIDIA driver.
 	// Its /metrics says where vLLM's CPU platform runs it
 	// (witness.AccountVLLM).
-	"vllm": {Devices: nvidiaNodes, Libraries: []string{"libcuda.so*"}, Account: "vllm"},
+	// Its slow route, eager mode, holds the weights on the same GPU.
+	"vllm": {Devices: nvidiaNodes, Libraries: []string{"libcuda.so*"}, Account: "vllm", SlowOnDevice: vllmEager},
 	// vllm-ascend: torch_npu over CANN's runtime.
-	"vllm-ascend": {Devices: ascendNodes, Libraries: []string{"libascendcl.so*"}},
+	"vllm-ascend": {Devices: ascendNodes, Libraries: []string{"libascendcl.so*"}, SlowOnDevice: vllmEager},
 	// OVMS told --target_device NPU: OpenVINO's NPU plugin over the ivpu
 	// driver's node; on the NPU or on nothing.
 	"ovms": {Devices: accelNodes, Libraries: []string{"libopenvino_intel_npu_plugin.so*"}, Binary: true},
@@ -67,7 +78,7 @@ func (c *Config) applyWitnesses(set func(flag string) bool) {
 	if !set("witness-library") {
 		c.WitnessLibraries = slices.Clone(w.Libraries)
 	}
-	c.WitnessBinary, c.WitnessAccount = w.Binary, w.Account
+	c.WitnessBinary, c.WitnessAccount, c.WitnessSlowOnDevice = w.Binary, w.Account, w.SlowOnDevice
 }
 
 // CheckWitness checks --witness and the witness classes, every problem at

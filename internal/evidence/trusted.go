@@ -35,6 +35,10 @@ type Trusted struct {
 	Devices   []string
 	Libraries []string
 	Binary    bool
+	// SlowOnDevice: the preset's slow route holds the weights on the
+	// same device, so device memory names no fast route
+	// (config.PresetWitnesses).
+	SlowOnDevice string
 }
 
 // Trust puts t's settings into res, read from an artifact, in place of the
@@ -113,7 +117,7 @@ func trustWitness(res *report.Result, t Trusted) (note string) {
 	case known && w.Processes <= 0 && w.NotRead == "":
 		w.Absent = emptyWitness
 	}
-	w.Devices, w.Libraries, w.Binary = slices.Clone(t.Devices), slices.Clone(t.Libraries), t.Binary
+	w.Devices, w.Libraries, w.Binary, w.SlowOnDevice = slices.Clone(t.Devices), slices.Clone(t.Libraries), t.Binary, t.SlowOnDevice
 	// What the run saw held and mapped, of these classes only: the
 	// reader keeps what matches its classes, and the run's were its own.
 	w.Held = slices.DeleteFunc(w.Held, func(node string) bool { return !matchAny(t.Devices, node) })

@@ -61,7 +61,7 @@ func (l Limits) TrustedFor(j Job) evidence.Trusted {
 	if !l.LibrariesSet {
 		t.Libraries = w.Libraries
 	}
-	t.Binary = w.Binary
+	t.Binary, t.SlowOnDevice = w.Binary, w.SlowOnDevice
 	if !l.LoadExpectSet {
 		t.Load.Expect = judge.LoadBatch
 		if p.Serial {

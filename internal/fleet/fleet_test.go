@@ -157,6 +157,9 @@ func TestTrustedFor(t *testing.T) {
 		}, Job{KeyModel: "m", KeyDevice: "d", KeyPreset: "flm", KeyFirstTokenMS: "100"}, evidence.Trusted{
 			Load:    judge.LoadLimits{Streams: 4, Expect: judge.LoadBatch, Efficiency: 0.5, FirstTokenMS: 900},
 			Witness: true, Devices: []string{"/dev/zero"}, Libraries: []string{"libsim*.so"}, Binary: true}},
+		{"vllm's slow route on the device", func(*Limits) {}, Job{KeyModel: "m", KeyDevice: "d", KeyPreset: "vllm"}, evidence.Trusted{
+			Load:    judge.LoadLimits{Streams: 4, Expect: judge.LoadBatch, Efficiency: 0.5, FirstTokenMS: 1200},
+			Witness: true, Devices: config.PresetWitnesses["vllm"].Devices, Libraries: config.PresetWitnesses["vllm"].Libraries, SlowOnDevice: config.PresetWitnesses["vllm"].SlowOnDevice}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := l

@@ -896,10 +896,11 @@ func (g *Gate) witnessLast(res *report.Result, a *asker, w *witnessing) {
 	}
 	var rec route.Witness
 	if w.outside != "" {
-		rec = route.Witness{Devices: w.r.Devices, Libraries: w.r.Libraries, Binary: g.Plan.WitnessBinary, NotRead: w.outside}
+		rec = route.Witness{Devices: w.r.Devices, Libraries: w.r.Libraries, Binary: g.Plan.WitnessBinary, NotRead: w.outside, SlowOnDevice: g.Plan.WitnessSlowOnDevice}
 	} else {
 		last := w.r.Sample(a.ctx, a.proc.Tree())
 		rec = w.r.Witness(w.first, last, g.Plan.WitnessBinary)
+		rec.SlowOnDevice = g.Plan.WitnessSlowOnDevice
 		rec.Memory = witness.DeviceMemory(w.first, last, w.weights)
 	}
 	rec.Account = w.account

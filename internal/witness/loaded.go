@@ -176,7 +176,7 @@ func (r *Reader) sampleLoaded(ctx context.Context, pids []int) Sample {
 	}
 	s.Mapped = kept(mapped, &s.Cut, "libraries")
 	if r.nvidia() {
-		s.Tools = append(s.Tools, r.nvidiaSMI(ctx, pids))
+		s.Tools = append(s.Tools, r.nvidiaSMI(ctx, pids, nil))
 	}
 	return s
 }

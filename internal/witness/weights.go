@@ -49,9 +49,9 @@ const (
 // vLLM serve's model directory), its tensor data read from the file's
 // header, or why it could not be sized.
 func Weights(argv []string) route.Memory {
-	name, ok := modelFile(argv)
-	if !ok {
-		return route.Memory{NoWeights: "the serve command names no model file (-m, --model, vllm serve DIR): the model's size is unknown"}
+	name, err := modelFile(argv)
+	if err != nil {
+		return route.Memory{NoWeights: err.Error()}
 	}
 	b, from, err := sizeModel(name)
 	if err != nil {
@@ -62,31 +62,43 @@ func Weights(argv []string) route.Memory {
 
 // modelFile is the model file or directory argv names: the word after
 // -m or --model (or joined to --model= or -m=), or the word after vLLM's
-// serve subcommand.
-func modelFile(argv []string) (string, bool) {
+// serve subcommand. A command that names more than one (-m twice, where
+// llama.cpp loads the last; vllm serve DIR with --model, where vLLM
+// loads DIR) is not sized: which one the serve loads is its own rule,
+// and the weights of another are no measure of its.
+func modelFile(argv []string) (string, error) {
+	var names []string
 	for i, w := range argv {
 		if v, ok := strings.CutPrefix(w, "--model="); ok {
-			return v, v != ""
+			names = append(names, v)
 		}
 		if w == "--model" && i+1 < len(argv) {
-			return argv[i+1], true
+			names = append(names, argv[i+1])
 		}
-	}
-	for i, w := range argv {
 		if v, ok := strings.CutPrefix(w, "-m="); ok {
-			return v, v != ""
+			names = append(names, v)
 		}
 		// python -m names a module, not a model
 		if w == "-m" && i+1 < len(argv) && (i == 0 || !strings.HasPrefix(filepath.Base(argv[i-1]), "python")) {
-			return argv[i+1], true
+			names = append(names, argv[i+1])
 		}
-	}
-	for i, w := range argv {
 		if filepath.Base(w) == "vllm" && i+2 < len(argv) && argv[i+1] == "serve" && !strings.HasPrefix(argv[i+2], "-") {
-			return argv[i+2], true
+			names = append(names, argv[i+2])
 		}
 	}
-	return "", false
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) > 1 {
+		q := make([]string, 0, 3)
+		for _, n := range names[:min(len(names), 3)] {
+			q = append(q, quote.Cut(n, 120))
+		}
+		return "", fmt.Errorf("the serve command names the model more than once (%s): which one it loads is the serve's own rule", strings.Join(q, ", "))
+	}
+	if len(names) == 0 || names[0] == "" {
+		return "", errors.New("the serve command names no model file (-m, --model, vllm serve DIR): the model's size is unknown")
+	}
+	return names[0], nil
 }
 
 // short is why a model file could not be sized: a file system's error

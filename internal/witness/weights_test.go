@@ -196,6 +196,20 @@ func TestWeightsGGUF(t *testing.T) {
 		{"no such file", func() []string { return []string{"llama-server", "-m", filepath.Join(dir, "gone.gguf")} }, 0, "", `gone.gguf": ` + notFound(t)},
 		{"no model named (Ollama)", func() []string { return []string{"env", "OLLAMA_HOST=x", "ollama", "serve"} }, 0, "", "the serve command names no model file"},
 		{"a directory with no safetensors", func() []string { return []string{"vllm", "serve", dir + "/none"} }, 0, "", "a directory with no *.safetensors file"},
+		{"-m twice (llama.cpp loads the last): not sized", func() []string {
+			small := file("small.gguf", gguf{version: 3, tensors: []tensor{{"n", []uint64{4096}, 0, 0}}, data: 16384})
+			return []string{"llama-server", "-m", small, "-m", file("big.gguf", gguf{version: 3, kv: llamaKV, tensors: q4km, data: q4kmBytes})}
+		}, 0, "", "the serve command names the model more than once"},
+		{"--model, then -m: not sized", func() []string {
+			return []string{"llama-server", "--model", filepath.Join(dir, "small.gguf"), "-m", filepath.Join(dir, "big.gguf")}
+		}, 0, "", `names the model more than once ("`},
+		{"vllm serve DIR and --model (vLLM loads DIR): not sized", func() []string {
+			return []string{"vllm", "serve", dir + "/none", "--model=" + filepath.Join(dir, "small.gguf")}
+		}, 0, "", "names the model more than once"},
+		{"the same file named twice: sized", func() []string {
+			p := filepath.Join(dir, "small.gguf")
+			return []string{"llama-server", "-m", p, "--model=" + p}
+		}, 16384, `"small.gguf": GGUF tensor data, 1 tensors`, ""},
 	}
 	os.Mkdir(filepath.Join(dir, "none"), 0o755)
 	for _, tc := range tests {

@@ -147,8 +147,11 @@ type Sample struct {
 	// what was read: descriptors, lines of maps, pages of backends'
 	// mappings looked up in pagemap
 	fds, lines, pages int
-	procs             int               // the serve's processes, read or not
-	nodes             map[string]uint64 // the gate's own /dev's nodes, by path, as looked at
+	procs             int // the serve's processes, read or not
+	// holds is, for each process whose descriptors were all read,
+	// whether it holds a device node of the classes.
+	holds map[int]bool
+	nodes map[string]uint64 // the gate's own /dev's nodes, by path, as looked at
 }
 
 // Client is one DRM client's usage stats.
@@ -226,7 +229,7 @@ func (r *Reader) Sample(ctx context.Context, pids []int) Sample {
 	// NVIDIA's tool only where a process holds one of its nodes: no
 	// process computes on an NVIDIA GPU without.
 	if len(s.Held) > 0 && r.nvidia() {
-		s.Tools = append(s.Tools, r.nvidiaSMI(ctx, pids))
+		s.Tools = append(s.Tools, r.nvidiaSMI(ctx, pids, s.holds))
 	}
 	// Ascend's likewise: a process computes on a chip through its
 	// /dev/davinciN.
@@ -285,6 +288,7 @@ func (r *Reader) descriptors(ctx context.Context, s *Sample, pid int, held map[s
 		return err
 	}
 	defer f.Close()
+	holds := false
 	for n := 0; ; {
 		if ctx.Err() != nil {
 			s.Cut = append(s.Cut, fmt.Sprintf("pid %d: %d descriptors looked at, more may be open: %s", pid, n, stopped(ctx)))
@@ -299,11 +303,16 @@ func (r *Reader) descriptors(ctx context.Context, s *Sample, pid int, held map[s
 				continue
 			}
 			held[target] = true
+			holds = true
 			r.fdinfo(s, pid, filepath.Join(dir, "fdinfo", fd))
 		}
 		n += len(fds)
 		switch {
 		case errors.Is(err, io.EOF):
+			if s.holds == nil {
+				s.holds = map[int]bool{}
+			}
+			s.holds[pid] = holds
 			return nil
 		case err != nil && n == 0:
 			return err
@@ -712,8 +721,13 @@ func (r *Reader) nvidia() bool {
 
 // nvidiaSMI asks nvidia-smi for the device memory of the serve's
 // processes (its compute apps, by pid: the gate's PID namespace must be
-// the driver's for them to be found).
-func (r *Reader) nvidiaSMI(ctx context.Context, pids []int) Tool {
+// the driver's for them to be found). holds is, for the processes whose
+// descriptors were all read, whether each holds a device node of the
+// classes (nil where none are read, as on Windows): a row for one that
+// holds none is no process of the serve's computing (none computes on an
+// NVIDIA GPU without its node), but another PID namespace's pid that is
+// the same number, and the table is not believed.
+func (r *Reader) nvidiaSMI(ctx context.Context, pids []int, holds map[int]bool) Tool {
 	t := Tool{Name: "nvidia-smi"}
 	ctx, cancel := context.WithTimeout(ctx, ToolWait)
 	defer cancel()
@@ -737,6 +751,9 @@ func (r *Reader) nvidiaSMI(ctx context.Context, pids []int) Tool {
 			continue
 		}
 		t.Account = true // it lists processes: one it does not list holds none
+		if h, read := holds[pid]; ours[pid] && read && !h {
+			return Tool{Name: t.Name, Why: fmt.Sprintf("lists pid %d, a process of the serve that holds no device node of the fast route's classes: its table's pids are another PID namespace's: not believed", pid)}
+		}
 		if ours[pid] {
 			t.Listed = true
 			t.MemoryBytes += m << 20

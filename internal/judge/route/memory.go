@@ -143,8 +143,12 @@ func (m *Memory) account(s MemorySample) (string, string) {
 }
 
 // weigh weighs the device's account against the verdict the log and the
-// other witnesses gave (a).
-func (m *Memory) weigh(a Verdict, ev Evidence) Verdict {
+// other witnesses gave (a). noFast says why the account names no fast
+// route for this run ("" where it may: Witness.noFast): memory held is
+// not memory used, and a serve computing on the CPU, or a preset's slow
+// route on the same device, can hold the weights' size there all the
+// same.
+func (m *Memory) weigh(a Verdict, ev Evidence, noFast string) Verdict {
 	if m == nil {
 		return a
 	}
@@ -160,6 +164,10 @@ func (m *Memory) weigh(a Verdict, ev Evidence) Verdict {
 	s, _ := m.onDevice()
 	names, text := m.account(s)
 	fast := names == RouteFast
+	if neither && fast && !a.OK && noFast != "" {
+		a.Detail = "the device's own account holds the weights (" + text + "), but " + noFast + "; " + a.Detail
+		return a
+	}
 	if neither && fast && !a.OK {
 		a.OK = true
 		a.Detail = "the device's own account names the fast route where the serve log names neither: " + text + "; " + a.Detail

@@ -183,3 +183,65 @@ func TestFigure(t *testing.T) {
 		t.Error("plural: 1 process, 2 and 0 processes")
 	}
 }
+
+// TestMemoryIdleEngines: a serve that holds the weights' size on the
+// device while it decodes on the CPU is not on the fast route by memory
+// alone where the engines' time was read and none was used.
+func TestMemoryIdleEngines(t *testing.T) {
+	neitherEv := Evidence{FastPatterns: []string{"f"}, SlowPatterns: []string{"s"}, Lines: 2}
+	withUsage := func(u ...Usage) *Witness {
+		w := held(weights(100*gib, MemorySample{Source: "fdinfo", Bytes: 100 * gib, Processes: []ProcessMemory{{PID: 42, Bytes: 100 * gib}}}))
+		w.Usage = u
+		return w
+	}
+	idleText := "engine busy 0 s of 2 s decoding, device memory 102400.0 MiB (fdinfo)"
+	tests := []struct {
+		name string
+		w    *Witness
+		ok   bool
+		want string
+	}{
+		{"engines idle over the replies: not the fast route", withUsage(Usage{Source: "fdinfo", EngineNS: 0, SpanNS: 2e9, MemoryBytes: 100 * gib}), false,
+			"the device's own account holds the weights (100.0 of 100.0 GiB of the model's weights on the device (fdinfo: 100.0 GiB over 1 process; the weights: m.gguf: GGUF tensor data)), but its engines did no work while the judged replies decoded (" + idleText + "): memory held is not memory used, and the serve log names neither route; the serve log names neither route"},
+		{"one nanosecond of engine time: the fast route", withUsage(Usage{Source: "fdinfo", EngineNS: 1, SpanNS: 2e9, MemoryBytes: 100 * gib}), true,
+			"the device's own account names the fast route where the serve log names neither"},
+		{"one source idle, another busy: the fast route", withUsage(Usage{Source: "fdinfo", SpanNS: 2e9}, Usage{Source: "d3dkmt", EngineNS: 5, SpanNS: 2e9}), true,
+			"the device's own account names the fast route where the serve log names neither"},
+		{"no engine time read (nvidia-smi's memory alone): the fast route", withUsage(Usage{Source: "nvidia-smi", MemoryBytes: 100 * gib}), true,
+			"the device's own account names the fast route where the serve log names neither"},
+		{"no usage at all: the fast route", withUsage(), true,
+			"the device's own account names the fast route where the serve log names neither"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := JudgeWitnessed(neitherEv, tt.w)
+			if v.OK != tt.ok || !strings.HasPrefix(v.Detail, tt.want) {
+				t.Errorf("ok %v, detail\n%s\nwant ok %v, detail starting\n%s", v.OK, v.Detail, tt.ok, tt.want)
+			}
+		})
+	}
+}
+
+// TestMemorySlowOnDevice: where the preset's slow route holds all of the
+// weights on the same device (vLLM's eager mode), the device's memory
+// names no fast route; it still takes a PASS away.
+func TestMemorySlowOnDevice(t *testing.T) {
+	neitherEv := Evidence{FastPatterns: []string{"f"}, SlowPatterns: []string{"s"}, Lines: 2}
+	fastEv := Evidence{Fast: &Match{Line: 3, Text: fastLine, Pattern: "p"}, Lines: 5}
+	eager := func(m *Memory) *Witness {
+		w := held(m)
+		w.SlowOnDevice = "eager mode runs on the same GPU"
+		return w
+	}
+	v := JudgeWitnessed(neitherEv, eager(weights(100*gib, smi(100*gib))))
+	want := "the device's own account holds the weights (100.0 of 100.0 GiB of the model's weights on the device (nvidia-smi: 100.0 GiB over 1 process; the weights: m.gguf: GGUF tensor data)), but the serve's slow route holds them on the device too (eager mode runs on the same GPU): the device's memory names no fast route for it; the serve log names neither route"
+	if v.OK || !strings.HasPrefix(v.Detail, want) {
+		t.Errorf("all of the weights, the slow route on the device: ok %v, detail\n%s\nwant not ok, detail starting\n%s", v.OK, v.Detail, want)
+	}
+	if v := JudgeWitnessed(fastEv, eager(weights(100*gib, smi(10*gib)))); v.OK || !strings.Contains(v.Detail, "the log and the device disagree") {
+		t.Errorf("the fast route's words, a tenth on the device: ok %v, detail %s; want a FAIL naming both", v.OK, v.Detail)
+	}
+	if v := JudgeWitnessed(fastEv, eager(weights(100*gib, smi(100*gib)))); !v.OK || !strings.Contains(v.Detail, "the device's own account agrees") {
+		t.Errorf("the fast route's words, all on the device: ok %v, detail %s; want a PASS, the account agreeing", v.OK, v.Detail)
+	}
+}

@@ -43,6 +43,11 @@ type Witness struct {
 	// Binary says the preset's route is binary: usage names the fast
 	// route where the log is silent.
 	Binary bool `json:"binary,omitempty"`
+	// SlowOnDevice says why the preset's slow route holds all of the
+	// weights on the same device as its fast route (vLLM's eager mode):
+	// the device's memory then names no fast route, and can only take a
+	// PASS away.
+	SlowOnDevice string `json:"slow_on_device,omitempty"`
 
 	// Processes is how many of the serve's processes were read.
 	Processes int `json:"processes"`
@@ -142,7 +147,7 @@ func JudgeWitnessed(ev Evidence, w *Witness) Verdict {
 		return Judge(ev)
 	}
 	ev = w.Account.fold(ev)
-	return w.Memory.weigh(w.weigh(Judge(ev), ev), ev)
+	return w.Memory.weigh(w.weigh(Judge(ev), ev), ev, w.noFast())
 }
 
 // fold puts the serve's account among the log's matches, as a line of its
@@ -225,6 +230,36 @@ func (w *Witness) used() bool {
 		}
 	}
 	return false
+}
+
+// noFast says why the device's memory names no fast route for this run,
+// "" where it may: the serve's slow route holds the weights on the device
+// too, or the engines were read idle over the judged replies.
+func (w *Witness) noFast() string {
+	if w.SlowOnDevice != "" {
+		return "the serve's slow route holds them on the device too (" + clip(w.SlowOnDevice) + "): the device's memory names no fast route for it"
+	}
+	if idle := w.idle(); idle != "" {
+		return "its engines did no work while the judged replies decoded (" + idle + "): memory held is not memory used, and the serve log names neither route"
+	}
+	return ""
+}
+
+// idle says what the sources that read the engines' time over the judged
+// replies saw, where none of them saw any: "engine busy 0 ms of 2.1 s
+// decoding (fdinfo)"; "" where one saw some, or none read it.
+func (w *Witness) idle() string {
+	var saw []string
+	for _, u := range w.Usage {
+		if u.SpanNS <= 0 {
+			continue
+		}
+		if u.EngineNS > 0 {
+			return ""
+		}
+		saw = append(saw, u.text())
+	}
+	return someSep(saw, maxListed, "; ")
 }
 
 // seen says what the witnesses saw, in one clause: "the serve's processes
