@@ -389,7 +389,10 @@ func (g *Gate) stopServe(ctx context.Context, res *report.Result, proc *serve.Pr
 	st := proc.Stop(grace)
 	res.Serve.Exit, res.Serve.Signal, res.Serve.StopMS = st.Exit, st.Signal, st.StopMS
 	res.Serve.Swept, res.Serve.Survivors, res.Serve.Contain = st.Swept, st.Survivors, st.Contain
-	res.Serve.Left, res.Serve.SupervisorStopped = st.Left, st.SupervisorStopped
+	res.Serve.Left, res.Serve.SupervisorStopped, res.Serve.Polite = st.Left, st.SupervisorStopped, st.Polite
+	if st.Polite != "" {
+		g.logf("serve: the polite stop: %s", report.ConsoleText(st.Polite))
+	}
 	if st.SupervisorStopped > 0 {
 		g.logf("serve: its supervisor, pid %d, was found stopped (SIGSTOP) or frozen (a cgroup freezer) %d time(s) during the stop and continued", proc.SupervisorPID(), st.SupervisorStopped)
 	}

@@ -175,6 +175,10 @@ type ServeFacts struct {
 	// SupervisorStopped is how many times the serve's supervisor was found
 	// stopped (SIGSTOP) at the serve's stop, and continued.
 	SupervisorStopped int `json:"supervisor_stopped,omitempty"`
+	// Polite says, on Windows, what the stop's polite request was ("CTRL_BREAK
+	// to process group N", or why none could be sent) before the job was
+	// ended; on Linux the TERM is in Signal.
+	Polite string `json:"polite,omitempty"`
 }
 
 // HoldFacts say how the device was held.
