@@ -245,3 +245,31 @@ func TestMemorySlowOnDevice(t *testing.T) {
 		t.Errorf("the fast route's words, all on the device: ok %v, detail %s; want a PASS, the account agreeing", v.OK, v.Detail)
 	}
 }
+
+// TestMemoryNoFastOnlyWhereItWouldPass: what keeps memory from naming the
+// fast route (the slow route on the device, idle engines) is said only
+// where the log names neither route and memory would have named the fast
+// one: a partial offload stays a partial offload, a log naming the slow
+// route stands; a source that read no span is passed over, not the end of
+// the look at the others.
+func TestMemoryNoFastOnlyWhereItWouldPass(t *testing.T) {
+	neitherEv := Evidence{FastPatterns: []string{"f"}, SlowPatterns: []string{"s"}, Lines: 2}
+	slowEv := Evidence{Slow: &Match{Line: 3, Text: "slow words", Pattern: "p"}, FastPatterns: []string{"f"}, Lines: 5}
+	eager := func(m *Memory) *Witness {
+		w := held(m)
+		w.SlowOnDevice = "eager mode runs on the same GPU"
+		return w
+	}
+	const but = "the device's own account holds the weights ("
+	if v := JudgeWitnessed(neitherEv, eager(weights(100*gib, smi(50*gib)))); v.OK || strings.Contains(v.Detail, but) || !strings.Contains(v.Detail, "a partial offload") {
+		t.Errorf("half of the weights, the slow route on the device, the log naming neither: ok %v, detail\n%s\nwant a FAIL naming the partial offload", v.OK, v.Detail)
+	}
+	if v := JudgeWitnessed(slowEv, eager(weights(100*gib, smi(100*gib)))); v.OK || strings.Contains(v.Detail, but) {
+		t.Errorf("all of the weights, the log naming the slow route: ok %v, detail\n%s\nwant a FAIL that says nothing of memory held but unused", v.OK, v.Detail)
+	}
+	w := held(weights(100*gib, MemorySample{Source: "fdinfo", Bytes: 100 * gib, Processes: []ProcessMemory{{PID: 42, Bytes: 100 * gib}}}))
+	w.Usage = []Usage{{Source: "nvidia-smi", MemoryBytes: 100 * gib}, {Source: "fdinfo", EngineNS: 0, SpanNS: 2e9, MemoryBytes: 100 * gib}}
+	if v := JudgeWitnessed(neitherEv, w); v.OK || !strings.Contains(v.Detail, "its engines did no work") {
+		t.Errorf("a source without a span, then one idle over the replies: ok %v, detail\n%s\nwant a FAIL, the engines idle", v.OK, v.Detail)
+	}
+}
